@@ -1,0 +1,245 @@
+"""rknn_api.h, function for function: check the arguments, hand over to the core, return a code.
+
+Every function returns an int status (RKNN_SUCC or a negative RKNN_ERR_*) and logs one
+`E RKNN:` line on failure; no Python exception escapes. Memory ownership follows the header:
+buffers that rknn_outputs_get allocates (is_prealloc=0) belong to the context until
+rknn_outputs_release or rknn_destroy; everything the caller passes stays the caller's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..core import registry
+from ..core.context import Context, Model, OutputRequest
+from ..core.errors import FAIL, PARAM_INVALID, RknnError
+from . import constants as c
+from .marshal import (
+    array_at, bytes_at, c_api, context_handle, model_bytes, struct_at,
+)  # fmt: skip
+from .structs import (
+    rknn_context, rknn_custom_string, rknn_init_extend, rknn_input, rknn_input_output_num,
+    rknn_mem_size, rknn_output, rknn_output_extend, rknn_perf_run, rknn_run_extend,
+    rknn_sdk_version, rknn_tensor_attr,
+)  # fmt: skip
+from .translate import QUERY_NAMES, fill_attr, format_name, init_flags, type_name
+
+__all__ = [
+    "rknn_init", "rknn_destroy", "rknn_query", "rknn_inputs_set", "rknn_run", "rknn_outputs_get",
+    "rknn_outputs_release", "rknn_dup_context", "rknn_set_core_mask", "rknn_set_batch_core_num",
+]  # fmt: skip
+
+
+def _ctx(context: Any) -> Context:
+    return registry.get(context_handle(context))
+
+
+def _read_model(model: Any, size: int, extend: rknn_init_extend | None) -> memoryview:
+    source = model_bytes(model, size)
+    if not isinstance(source, (str, os.PathLike)):
+        return source
+    offset = extend.real_model_offset if extend is not None else 0
+    length = extend.real_model_size if extend is not None else 0
+    try:
+        with open(source, "rb") as f:
+            f.seek(max(offset, 0))
+            data = f.read(length) if length else f.read()
+    except OSError as exc:
+        raise RknnError(FAIL, f"open model file {os.fspath(source)!r} failed: {exc}") from None
+    if length and len(data) < length:
+        raise RknnError(
+            PARAM_INVALID, f"real_model_offset + real_model_size exceed the model file size"
+        )
+    return memoryview(data)
+
+
+@c_api
+def rknn_init(context: Any, model: Any, size: int, flag: int, extend: Any) -> None:
+    """Load a model (bytes, numpy array or address with size > 0; a path with size == 0) and
+    write a new context handle to `*context`. Destroy it with rknn_destroy."""
+    out = struct_at(context, rknn_context, "context")
+    ext = None if extend is None else struct_at(extend, rknn_init_extend, "extend")
+    flags, priority = init_flags(int(flag))
+    ctx = Context(Model(_read_model(model, int(size), ext)), flags, priority)
+    out.value = registry.add(ctx)
+
+
+@c_api
+def rknn_destroy(context: Any) -> None:
+    """Free the context; runtime-allocated output buffers it handed out become invalid."""
+    registry.remove(context_handle(context)).destroy()
+
+
+@c_api
+def rknn_dup_context(context_in: Any, context_out: Any) -> None:
+    """A second context on the same model that shares its weights and program."""
+    src = _ctx(struct_at(context_in, rknn_context, "context_in").value)
+    out = struct_at(context_out, rknn_context, "context_out")
+    with src.busy("rknn_dup_context"):
+        out.value = registry.add(src.dup())
+
+
+def _query_attr(kind: str) -> Callable[[Context, rknn_tensor_attr], None]:
+    def fill(ctx: Context, info: rknn_tensor_attr) -> None:
+        if kind.startswith("input"):
+            attr = ctx.input_attr(info.index, native=kind != "input")
+        else:
+            attr = ctx.output_attr(info.index, native=kind != "output", nhwc=kind == "nhwc_out")
+        fill_attr(info, attr)
+
+    return fill
+
+
+def _query_io_num(ctx: Context, info: rknn_input_output_num) -> None:
+    info.n_input, info.n_output = ctx.io_num()
+
+
+def _query_sdk(ctx: Context, info: rknn_sdk_version) -> None:
+    api, drv = ctx.sdk_version()
+    info.api_version, info.drv_version = api.encode(), drv.encode()
+
+
+def _query_mem_size(ctx: Context, info: rknn_mem_size) -> None:
+    for key, value in ctx.mem_size().items():
+        setattr(info, key, value)
+
+
+def _query_custom_string(ctx: Context, info: rknn_custom_string) -> None:
+    info.string = ctx.custom_string().encode()[:1023]
+
+
+def _query_perf_run(ctx: Context, info: rknn_perf_run) -> None:
+    info.run_duration = ctx.perf_run()
+
+
+_QUERIES: dict[str, tuple[type[ctypes.Structure], Callable[[Context, Any], None]]] = {
+    "RKNN_QUERY_IN_OUT_NUM": (rknn_input_output_num, _query_io_num),
+    "RKNN_QUERY_INPUT_ATTR": (rknn_tensor_attr, _query_attr("input")),
+    "RKNN_QUERY_OUTPUT_ATTR": (rknn_tensor_attr, _query_attr("output")),
+    "RKNN_QUERY_NATIVE_INPUT_ATTR": (rknn_tensor_attr, _query_attr("native_in")),
+    "RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR": (rknn_tensor_attr, _query_attr("native_in")),
+    "RKNN_QUERY_NATIVE_OUTPUT_ATTR": (rknn_tensor_attr, _query_attr("native_out")),
+    "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR": (rknn_tensor_attr, _query_attr("nhwc_out")),
+    "RKNN_QUERY_SDK_VERSION": (rknn_sdk_version, _query_sdk),
+    "RKNN_QUERY_MEM_SIZE": (rknn_mem_size, _query_mem_size),
+    "RKNN_QUERY_CUSTOM_STRING": (rknn_custom_string, _query_custom_string),
+    "RKNN_QUERY_PERF_RUN": (rknn_perf_run, _query_perf_run),
+}
+
+
+@c_api
+def rknn_query(context: Any, cmd: int, info: Any, size: int) -> None:
+    """Fill `info` (at least `size` bytes, at least the result struct) for `cmd`."""
+    ctx = _ctx(context)
+    name = QUERY_NAMES.get(int(cmd))
+    if name is None:
+        raise RknnError(PARAM_INVALID, f"unsupported cmd {cmd}")
+    if name not in ctx.platform.queries:
+        raise RknnError(FAIL, f"{name} is not supported on {ctx.platform.name}")
+    if name not in _QUERIES:
+        raise RknnError(FAIL, f"{name} is not available for this model in rknnrt yet")
+    result_type, fill = _QUERIES[name]
+    if int(size) < ctypes.sizeof(result_type):
+        raise RknnError(
+            PARAM_INVALID,
+            f"{name}: size {size} < sizeof({result_type.__name__}) = {ctypes.sizeof(result_type)}",
+        )
+    target = struct_at(info, result_type, "info", int(size))
+    with ctx.busy("rknn_query"):
+        fill(ctx, target)
+
+
+@c_api
+def rknn_inputs_set(context: Any, n_inputs: int, inputs: Any) -> None:
+    """Convert and copy each input (type, fmt, pass_through as facts §5.3) into the context."""
+    ctx = _ctx(context)
+    ctx.require("rknn_inputs_set")
+    if int(n_inputs) <= 0:
+        raise RknnError(PARAM_INVALID, f"n_inputs {n_inputs} must be > 0")
+    items = []
+    for i, inp in enumerate(array_at(inputs, rknn_input, int(n_inputs), "inputs")):
+        what = f"inputs[{i}]"
+        pass_through = bool(inp.pass_through)
+        dtype = "" if pass_through else type_name(inp.type, what)
+        fmt = "" if pass_through else format_name(inp.fmt, what)
+        items.append((inp.index, bytes_at(inp.buf, inp.size, f"{what}.buf"), dtype, fmt,
+                      pass_through))  # fmt: skip
+    with ctx.busy("rknn_inputs_set"):
+        ctx.inputs_set(items)
+
+
+@c_api
+def rknn_run(context: Any, extend: Any) -> None:
+    """Run one inference synchronously; `extend` may be None, else frame_id is written."""
+    ctx = _ctx(context)
+    ext = None if extend is None else struct_at(extend, rknn_run_extend, "extend")
+    with ctx.busy("rknn_run"):
+        frame_id = ctx.run()
+    if ext is not None:
+        ext.frame_id = frame_id
+
+
+@c_api
+def rknn_outputs_get(context: Any, n_outputs: int, outputs: Any, extend: Any) -> None:
+    """Fill each rknn_output: float32 when want_float, else the model's output dtype."""
+    ctx = _ctx(context)
+    ctx.require("rknn_outputs_get")
+    if int(n_outputs) <= 0:
+        raise RknnError(PARAM_INVALID, f"n_outputs {n_outputs} must be > 0")
+    outs = array_at(outputs, rknn_output, int(n_outputs), "outputs")
+    ext = None if extend is None else struct_at(extend, rknn_output_extend, "extend")
+    requests = [
+        OutputRequest(
+            bool(o.want_float),
+            bool(o.is_prealloc),
+            bytes_at(o.buf, o.size, f"outputs[{i}].buf") if o.is_prealloc else None,
+        )
+        for i, o in enumerate(outs)
+    ]
+    with ctx.busy("rknn_outputs_get"):
+        arrays, frame_id = ctx.outputs_get(requests)
+    for i, (o, array) in enumerate(zip(outs, arrays)):
+        o.index = i
+        o.buf = array.ctypes.data
+        o.size = array.nbytes
+    if ext is not None:
+        ext.frame_id = frame_id
+
+
+@c_api
+def rknn_outputs_release(context: Any, n_ouputs: int, outputs: Any) -> None:
+    """Free the runtime-allocated buffers (is_prealloc=0); the array itself stays the caller's."""
+    ctx = _ctx(context)
+    ctx.require("rknn_outputs_release")
+    if int(n_ouputs) <= 0:
+        return
+    outs = array_at(outputs, rknn_output, int(n_ouputs), "outputs")
+    with ctx.busy("rknn_outputs_release"):
+        ctx.outputs_release([o.buf for o in outs if not o.is_prealloc and o.buf])
+
+
+@c_api
+def rknn_set_core_mask(context: Any, core_mask: int) -> None:
+    """Choose the NPU cores (RK3576/RK3588 only)."""
+    ctx = _ctx(context)
+    with ctx.busy("rknn_set_core_mask"):
+        ctx.set_core_mask(int(core_mask))
+
+
+@c_api
+def rknn_set_batch_core_num(context: Any, core_num: int) -> None:
+    """Cores used by a multi-batch model (RK3576/RK3588 only)."""
+    ctx = _ctx(context)
+    with ctx.busy("rknn_set_batch_core_num"):
+        ctx.set_batch_core_num(int(core_num))
+
+
+def outputs_as_arrays(outputs: Any, n_outputs: int, dtypes: list[Any]) -> list[np.ndarray]:
+    """Helper for numpy users: views of filled rknn_output buffers (valid until release)."""
+    outs = array_at(outputs, rknn_output, n_outputs, "outputs")
+    return [bytes_at(o.buf, o.size, "buf").view(dt) for o, dt in zip(outs, dtypes)]

@@ -1,0 +1,136 @@
+"""Conversions between application buffers and the NPU program's tensors (facts §5.3).
+
+An InputPlan is made once per model input at rknn_init, so that rknn_inputs_set only views the
+caller's bytes, checks a size and does one numpy copy (plus normalisation when configured).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from ..model.meta import TensorSpec
+from . import attrs, layouts
+from .errors import PARAM_INVALID, RknnError
+from .platforms import Platform
+
+_FLOATS = ("float32", "float16")
+# Buffer types rknn_inputs_set accepts per model input dtype (UG15 Table 4-1, UG Table 5-3).
+_ALLOWED_SOURCES = {
+    "float32": ("float32", "float16", "uint8"),
+    "float16": ("float32", "float16", "uint8"),
+    "int8": ("int8", "uint8", "float32", "float16"),
+    "uint8": ("uint8",),
+    "int16": ("int16",),
+    "int32": ("int32",),
+    "int64": ("int64",),
+    "bool": ("bool",),
+}
+
+
+def _np_dtype(name: str) -> np.dtype:
+    return np.dtype(np.bool_) if name == "bool" else np.dtype(name)
+
+
+class InputPlan:
+    """How one model input turns caller data into the program's tensor (model layout, NCHW)."""
+
+    def __init__(self, index: int, spec: TensorSpec, platform: Platform) -> None:
+        self.index = index
+        self.spec = spec
+        self.shape = tuple(spec.shape)
+        self.dtype = _np_dtype(spec.dtype)
+        self.n_elems = prod(spec.shape)
+        self.is_4d = len(spec.shape) == 4
+        self.allowed = _ALLOWED_SOURCES.get(spec.dtype, (spec.dtype,))
+        self.native = attrs.native_input_attr(index, spec, platform)
+        self.mean = self.std = None
+        if self.is_4d and spec.dtype in _FLOATS and (spec.mean or spec.std):
+            channels = spec.shape[1]
+            mean = np.asarray(spec.mean or [0.0] * channels, np.float32).reshape(1, -1, 1, 1)
+            std = np.asarray(spec.std or [1.0] * channels, np.float32).reshape(1, -1, 1, 1)
+            if np.any(mean != 0) or np.any(std != 1):  # identity normalisation costs nothing
+                self.mean, self.std = mean, std
+
+    def new_buffer(self) -> np.ndarray:
+        return np.zeros(self.shape, self.dtype)
+
+    def convert(
+        self, raw: np.ndarray, src_dtype: str, src_fmt: str, pass_through: bool, out: np.ndarray
+    ) -> None:
+        """Fill `out` (model shape and dtype) from the caller's bytes `raw` (uint8, 1-D)."""
+        if pass_through:
+            self._convert_native(raw, out)
+            return
+        if src_dtype not in self.allowed:
+            raise RknnError(
+                PARAM_INVALID,
+                f"input {self.index} ({self.spec.name}): buffer type {src_dtype} is not accepted "
+                f"for a {self.spec.dtype} model input; use one of {', '.join(self.allowed)}",
+            )
+        need = self.n_elems * _np_dtype(src_dtype).itemsize
+        if raw.size < need:
+            raise RknnError(
+                PARAM_INVALID,
+                f"rknn_inputs_set, param input size({raw.size}) < model input size({need}): "
+                f"input {self.index} needs n_elems {self.n_elems} x sizeof({src_dtype})",
+            )
+        data = raw[:need].view(_np_dtype(src_dtype))
+        if self.is_4d and src_fmt == "NHWC":
+            n, c, h, w = self.shape
+            data = layouts.nhwc_to_nchw(data.reshape(n, h, w, c))
+        elif self.is_4d and src_fmt == "NC1HWC2":
+            raise RknnError(
+                PARAM_INVALID,
+                f"input {self.index}: NC1HWC2 data must be passed with pass_through=1 "
+                "(or give NCHW/NHWC data)",
+            )
+        else:
+            data = data.reshape(self.shape)
+        np.copyto(out, data, casting="unsafe")
+        if self.mean is not None:
+            np.subtract(out, self.mean, out=out)
+            np.divide(out, self.std, out=out)
+
+    def _convert_native(self, raw: np.ndarray, out: np.ndarray) -> None:
+        """pass_through=1: the bytes are already in the native layout and dtype."""
+        native = self.native
+        need = native.size_with_stride
+        if raw.size < need:
+            raise RknnError(
+                PARAM_INVALID,
+                f"rknn_inputs_set, param input size({raw.size}) < model input size({need}): "
+                f"input {self.index} with pass_through=1 needs size_with_stride bytes of "
+                f"{native.fmt} {native.dtype} data",
+            )
+        data = raw[:need].view(self.dtype)
+        if native.fmt == "NHWC":
+            n, h, w, c = native.dims
+            rows = data.reshape(n, h, native.w_stride, c)
+            data = layouts.nhwc_to_nchw(layouts.strip_w_stride(rows, w))
+        elif native.fmt == "NC1HWC2":
+            data = layouts.nc1hwc2_to_nchw(data.reshape(native.dims), self.shape[1])
+        else:
+            data = data.reshape(self.shape)
+        np.copyto(out, data, casting="unsafe")
+
+
+class OutputPlan:
+    """How one program output is handed to the caller by rknn_outputs_get."""
+
+    def __init__(self, index: int, spec: TensorSpec) -> None:
+        self.index = index
+        self.spec = spec
+        self.dtype = _np_dtype(spec.dtype)
+        self.n_elems = prod(spec.shape)
+
+    def nbytes(self, want_float: bool) -> int:
+        return self.n_elems * (4 if want_float else self.dtype.itemsize)
+
+    def convert(self, result: np.ndarray, want_float: bool) -> np.ndarray:
+        """A C-contiguous array in the model layout: float32 or the model's output dtype."""
+        dtype = np.float32 if want_float else self.dtype
+        if result.dtype == dtype and result.flags.c_contiguous:
+            return result
+        return np.ascontiguousarray(result, dtype=dtype)

@@ -1,0 +1,52 @@
+"""Vendor-style log lines (`E RKNN: [hh:mm:ss.mmm] ...`) honouring RKNN_LOG_LEVEL.
+
+Levels follow the vendor's RKNN_LOG_LEVEL (read on every call, so it may change at run time):
+errors and warnings always print; 1 adds timing lines, 3 information lines (versions at init),
+4 the per-layer performance table, 5 debug lines. Unset or malformed means 0.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+# Each severity prints when RKNN_LOG_LEVEL >= its number.
+ERROR, WARNING, TIMING, INFO, PERF, DEBUG = 0, 0, 1, 3, 4, 5
+DEFAULT_LEVEL = 0
+
+
+def level() -> int:
+    """The active level; a malformed RKNN_LOG_LEVEL falls back to the default."""
+    raw = os.environ.get("RKNN_LOG_LEVEL")
+    if raw is None:
+        return DEFAULT_LEVEL
+    try:
+        return int(raw)
+    except ValueError:
+        return DEFAULT_LEVEL
+
+
+def emit(severity: int, prefix: str, message: str) -> None:
+    """Write one `<prefix> RKNN:` line to stderr when RKNN_LOG_LEVEL enables `severity`."""
+    if severity > level():
+        return
+    now = time.time()
+    stamp = time.strftime("%H:%M:%S", time.localtime(now)) + f".{int(now * 1000) % 1000:03d}"
+    sys.stderr.write(f"{prefix} RKNN: [{stamp}] {message}\n")
+
+
+def error(message: str) -> None:
+    emit(ERROR, "E", message)
+
+
+def warning(message: str) -> None:
+    emit(WARNING, "W", message)
+
+
+def info(message: str) -> None:
+    emit(INFO, "I", message)
+
+
+def timing(message: str) -> None:
+    emit(TIMING, "I", message)

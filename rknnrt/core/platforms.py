@@ -1,0 +1,125 @@
+"""One table of platform profiles: every per-SoC number of the runtime lives here.
+
+Sources (keys of ../shared/spec/rknn_api_facts.md): RT = RKNNRT C API reference V2.3.2
+(Tables 4-1/4-2: which calls and queries each platform supports), UG = RKNPU User Guide V2.3.0
+(Table 5-1: C2 per dtype; Table 5-2: zero-copy width alignment; 5.7: SRAM), UG15 = user guide
+V1.5.2. Numbers marked "unverified" are inferred (see docs/fidelity.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model import targets
+
+# RT Table 4-1, grouped: G1 = RV1126B/RK3562/RK3566/RK3568, G2 = RK3576/RK3588,
+# G3 = RV1106/RV1103/RV1103B/RV1106B (mini runtime), G4 = RK2118.
+_CALLS_ALL = frozenset(
+    {
+        "rknn_init", "rknn_destroy", "rknn_query", "rknn_run", "rknn_create_mem_from_phys",
+        "rknn_create_mem", "rknn_create_mem2", "rknn_destroy_mem", "rknn_set_weight_mem",
+        "rknn_set_internal_mem", "rknn_set_io_mem", "rknn_mem_sync",
+    }
+)  # fmt: skip
+_CALLS_FULL_RUNTIME = frozenset(
+    {
+        "rknn_dup_context", "rknn_inputs_set", "rknn_outputs_get", "rknn_outputs_release",
+        "rknn_set_input_shapes", "rknn_set_input_shape", "rknn_register_custom_ops",
+        "rknn_custom_op_get_op_attr",
+    }
+)  # fmt: skip
+_CALLS_MULTI_CORE = frozenset({"rknn_set_core_mask", "rknn_set_batch_core_num"})
+
+_G1 = _CALLS_ALL | {"rknn_create_mem_from_fd"} | _CALLS_FULL_RUNTIME
+_G2 = _G1 | _CALLS_MULTI_CORE
+_G3 = _CALLS_ALL | {"rknn_create_mem_from_fd"}
+_G4 = _CALLS_ALL
+
+# RT Table 4-2, by query name (the numbers live in api/constants.py): everywhere the basic and
+# NATIVE* queries; G1/G2 also PERF_*, INPUT_DYNAMIC_RANGE and CURRENT_*; DEVICE_MEM_INFO only on
+# the mini runtime and RK2118 (the table, not RT's prose, which says the opposite).
+_QUERIES_ALL = frozenset(
+    "RKNN_QUERY_" + q
+    for q in ("IN_OUT_NUM", "INPUT_ATTR", "OUTPUT_ATTR", "SDK_VERSION", "MEM_SIZE",
+              "CUSTOM_STRING", "NATIVE_INPUT_ATTR", "NATIVE_OUTPUT_ATTR",
+              "NATIVE_NHWC_INPUT_ATTR", "NATIVE_NHWC_OUTPUT_ATTR")
+)  # fmt: skip
+_QUERIES_FULL = _QUERIES_ALL | frozenset(
+    "RKNN_QUERY_" + q
+    for q in ("PERF_DETAIL", "PERF_RUN", "INPUT_DYNAMIC_RANGE", "CURRENT_INPUT_ATTR",
+              "CURRENT_OUTPUT_ATTR", "CURRENT_NATIVE_INPUT_ATTR", "CURRENT_NATIVE_OUTPUT_ATTR")
+)  # fmt: skip
+_QUERIES_MINI = _QUERIES_ALL | {"RKNN_QUERY_DEVICE_MEM_INFO"}
+
+
+@dataclass(frozen=True)
+class Platform:
+    """What an application on one SoC can observe of its NPU and runtime."""
+
+    name: str
+    npu_cores: int
+    # Channels per NC1HWC2 block for each dtype the NPU stores ("/" in UG Table 5-1 = absent).
+    c2: dict[str, int]
+    # Zero-copy width alignment in pixels for 4-D inputs with C in {1, 3, 4} (UG Table 5-2).
+    width_align: int
+    calls: frozenset[str]
+    queries: frozenset[str]
+    runtime_library: str = "librknnrt.so"
+    # Usable SRAM in bytes (UG 5.7: RK3588 1 MB, 956 KB usable); 0 = none.
+    sram_bytes: int = 0
+    # Valid rknn_core_mask values (RT rknn_set_core_mask); empty = the call fails.
+    core_masks: frozenset[int] = field(default_factory=frozenset)
+    dynamic_shapes: bool = False
+    matmul: bool = False
+
+    @property
+    def float_models(self) -> bool:
+        """Whether unquantised models run here (the vendor refuses them on rv110x)."""
+        return self.name not in targets.INT8_ONLY
+
+    def supports(self, call: str) -> bool:
+        return call in self.calls
+
+    def c2_for(self, dtype: str) -> int:
+        """C2 for `dtype`; float32 (an rknnrt extension) keeps the platform's bytes per block."""
+        if dtype in self.c2:
+            return self.c2[dtype]
+        block_bytes = self.c2.get("int8") or 2 * self.c2["float16"]
+        return max(1, block_bytes // 4)
+
+
+_C2_16B = {"int8": 16, "float16": 8, "int16": 8}  # UG15/UG Table 5-1: RK3588 row
+_C2_8B = {"int8": 8, "float16": 4, "int16": 4}  # UG15/UG Table 5-1: RK3566/RK3568 row
+_MASKS_3 = frozenset({0, 1, 2, 4, 3, 7, 0xFFFF})  # AUTO, 0, 1, 2, 0_1, 0_1_2, ALL
+_MASKS_2 = frozenset({0, 1, 2, 3, 0xFFFF})  # AUTO, 0, 1, 0_1, ALL
+
+PLATFORMS: dict[str, Platform] = {
+    p.name: p
+    for p in (
+        Platform("rk3588", 3, _C2_16B, 16, _G2, _QUERIES_FULL, sram_bytes=956 * 1024,
+                 core_masks=_MASKS_3, dynamic_shapes=True, matmul=True),
+        Platform("rk3576", 2, _C2_16B, 16, _G2, _QUERIES_FULL, core_masks=_MASKS_2,
+                 dynamic_shapes=True, matmul=True),
+        Platform("rk3566", 1, _C2_8B, 8, _G1, _QUERIES_FULL, dynamic_shapes=True, matmul=True),
+        Platform("rk3568", 1, _C2_8B, 8, _G1, _QUERIES_FULL, dynamic_shapes=True, matmul=True),
+        Platform("rk3562", 1, _C2_16B, 16, _G1, _QUERIES_FULL, dynamic_shapes=True, matmul=True),
+        # RV1126B: grouped with the single-core G1 chips in RT V2.3.2; C2 unverified.
+        Platform("rv1126b", 1, _C2_16B, 16, _G1, _QUERIES_FULL, matmul=True),
+        Platform("rv1103", 1, _C2_16B, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
+        Platform("rv1106", 1, _C2_16B, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
+        Platform("rv1103b", 1, {"int8": 8}, 8, _G3, _QUERIES_MINI, "librknnmrt.so"),
+        Platform("rv1106b", 1, {"int8": 8}, 8, _G3, _QUERIES_MINI, "librknnmrt.so"),
+        # RK2118: UG Table 5-1 gives float16 C2 4 and no int8 entry (unverified).
+        Platform("rk2118", 1, {"float16": 4}, 8, _G4, _QUERIES_MINI),
+    )
+}  # fmt: skip
+
+assert set(PLATFORMS) == set(targets.NAMES)
+
+
+def get(name: str) -> Platform:
+    """The profile for `name` (case-insensitive, vendor aliases accepted); KeyError if unknown."""
+    key = targets.canonical(name)
+    if key is None:
+        raise KeyError(name)
+    return PLATFORMS[key]

@@ -1,0 +1,195 @@
+"""The metadata section: what the board runtime reports about a model, as strict JSON.
+
+This is the contract between the converter and the runtime, together with the graph section
+(an ONNX ModelProto whose initializers point into the weights section) and the weights section.
+Parsing checks every field's type and every weight's bounds, so a corrupted file is refused
+with a message instead of failing later.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .container import ModelFormatError
+
+# numpy dtype names the NPU program may use at its boundary.
+DTYPES = ("float32", "float16", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+          "bool")  # fmt: skip
+LAYOUTS = ("NCHW", "NHWC", "UNDEFINED")
+QNT_TYPES = ("NONE", "DFP", "AFFINE")
+
+
+@dataclass
+class TensorSpec:
+    """One model input or output, in the original model's layout (ONNX: NCHW for 4-D)."""
+
+    name: str
+    shape: list[int]
+    dtype: str
+    layout: str
+    qnt_type: str = "NONE"
+    zp: int = 0
+    scale: float = 1.0
+    # Inputs only: per-channel normalisation applied by the runtime unless pass_through.
+    mean: list[float] | None = None
+    std: list[float] | None = None
+
+
+@dataclass
+class WeightSpec:
+    """One constant of the graph, stored at `offset` in the weights section."""
+
+    name: str
+    dtype: str
+    shape: list[int]
+    offset: int
+    nbytes: int
+
+
+@dataclass
+class PlannedTensor:
+    """An intermediate tensor and its place in the internal memory."""
+
+    name: str
+    offset: int
+    size: int
+
+
+@dataclass
+class MemoryPlan:
+    weight_size: int = 0
+    internal_size: int = 0
+    tensors: list[PlannedTensor] = field(default_factory=list)
+
+
+@dataclass
+class ModelMeta:
+    target_platform: str
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    weights: list[WeightSpec] = field(default_factory=list)
+    memory: MemoryPlan = field(default_factory=MemoryPlan)
+    float_dtype: str = "float32"
+    custom_string: str = ""
+    model_name: str = ""
+    framework: str = "onnx"
+    toolkit_version: str = ""
+    remove_weight: bool = False
+    # sha256 of the weights section, so a weightless model can check its donor's weights.
+    weights_sha256: str = ""
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | memoryview, weights_size: int) -> ModelMeta:
+        try:
+            raw = json.loads(bytes(data).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ModelFormatError(f"metadata is not valid JSON: {exc}") from None
+        return _parse_meta(raw, weights_size)
+
+
+def _want(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(obj, dict) or key not in obj:
+        raise ModelFormatError(f"metadata: {where} lacks '{key}'")
+    value = obj[key]
+    if isinstance(value, bool) and kind in (int, float, (int, float)):
+        raise ModelFormatError(f"metadata: {where}.{key} has the wrong type")
+    if not isinstance(value, kind):
+        raise ModelFormatError(f"metadata: {where}.{key} has the wrong type")
+    return value
+
+
+def _int_list(obj: dict, key: str, where: str) -> list[int]:
+    values = _want(obj, key, list, where)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+        raise ModelFormatError(f"metadata: {where}.{key} must be non-negative integers")
+    return values
+
+
+def _float_list(obj: dict, key: str, where: str) -> list[float] | None:
+    if obj.get(key) is None:
+        return None
+    values = _want(obj, key, list, where)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise ModelFormatError(f"metadata: {where}.{key} must be numbers")
+    return [float(v) for v in values]
+
+
+def _parse_tensor(raw: Any, where: str) -> TensorSpec:
+    spec = TensorSpec(
+        name=_want(raw, "name", str, where),
+        shape=_int_list(raw, "shape", where),
+        dtype=_want(raw, "dtype", str, where),
+        layout=_want(raw, "layout", str, where),
+        qnt_type=_want(raw, "qnt_type", str, where),
+        zp=_want(raw, "zp", int, where),
+        scale=float(_want(raw, "scale", (int, float), where)),
+        mean=_float_list(raw, "mean", where),
+        std=_float_list(raw, "std", where),
+    )
+    if spec.dtype not in DTYPES or spec.layout not in LAYOUTS or spec.qnt_type not in QNT_TYPES:
+        raise ModelFormatError(f"metadata: {where} has an unknown dtype, layout or qnt_type")
+    if not 0 < len(spec.shape) <= 16:
+        raise ModelFormatError(f"metadata: {where} must have 1 to 16 dims")
+    return spec
+
+
+def _parse_meta(raw: Any, weights_size: int) -> ModelMeta:
+    if not isinstance(raw, dict):
+        raise ModelFormatError("metadata: top level must be an object")
+    inputs = [_parse_tensor(t, f"inputs[{i}]") for i, t in enumerate(_want(raw, "inputs", list, ""))]
+    outputs = [
+        _parse_tensor(t, f"outputs[{i}]") for i, t in enumerate(_want(raw, "outputs", list, ""))
+    ]
+    if not inputs or not outputs:
+        raise ModelFormatError("metadata: a model needs at least one input and one output")
+    weights = []
+    for i, w in enumerate(_want(raw, "weights", list, "")):
+        where = f"weights[{i}]"
+        spec = WeightSpec(
+            _want(w, "name", str, where), _want(w, "dtype", str, where),
+            _int_list(w, "shape", where), _want(w, "offset", int, where),
+            _want(w, "nbytes", int, where),
+        )  # fmt: skip
+        if spec.dtype not in DTYPES or spec.offset < 0 or spec.nbytes < 0:
+            raise ModelFormatError(f"metadata: {where} has an invalid dtype, offset or size")
+        weights.append(spec)
+    mem = _want(raw, "memory", dict, "")
+    plan = MemoryPlan(
+        weight_size=_want(mem, "weight_size", int, "memory"),
+        internal_size=_want(mem, "internal_size", int, "memory"),
+        tensors=[
+            PlannedTensor(
+                _want(t, "name", str, "memory.tensors"),
+                _want(t, "offset", int, "memory.tensors"),
+                _want(t, "size", int, "memory.tensors"),
+            )
+            for t in _want(mem, "tensors", list, "memory")
+        ],
+    )
+    meta = ModelMeta(
+        target_platform=_want(raw, "target_platform", str, ""),
+        inputs=inputs,
+        outputs=outputs,
+        weights=weights,
+        memory=plan,
+        float_dtype=_want(raw, "float_dtype", str, ""),
+        custom_string=_want(raw, "custom_string", str, ""),
+        model_name=_want(raw, "model_name", str, ""),
+        framework=_want(raw, "framework", str, ""),
+        toolkit_version=_want(raw, "toolkit_version", str, ""),
+        remove_weight=_want(raw, "remove_weight", bool, ""),
+        weights_sha256=_want(raw, "weights_sha256", str, ""),
+    )
+    if not meta.remove_weight:
+        for w in meta.weights:
+            if w.offset + w.nbytes > weights_size:
+                raise ModelFormatError(
+                    f"metadata: weight '{w.name}' [{w.offset}, {w.offset + w.nbytes}) lies "
+                    f"outside the {weights_size}-byte weights section"
+                )
+    return meta

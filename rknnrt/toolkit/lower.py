@@ -1,0 +1,183 @@
+"""Lowering a prepared ONNX model to the three sections of an rknnrt model file.
+
+The graph keeps every constant as an EXTERNAL tensor pointing at location "@weights" (offset,
+length), and the weights section holds their bytes, each 64-byte aligned. The metadata records
+what a board reports (IO specs) and the internal-memory plan of the intermediate tensors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, numpy_helper
+
+from ..model.meta import MemoryPlan, ModelMeta, PlannedTensor, TensorSpec, WeightSpec
+from . import memplan
+from .errors import ConversionError
+
+WEIGHT_LOCATION = "@weights"
+_ALIGN = 64
+_FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16)
+
+
+@dataclass
+class InputConfig:
+    mean: list[float] | None
+    std: list[float] | None
+
+
+def _dtype_name(elem_type: int) -> str:
+    if elem_type == TensorProto.BOOL:
+        return "bool"
+    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)).name
+
+
+def _known_shapes(model: onnx.ModelProto) -> dict[str, tuple[list[int], int]]:
+    """name -> (shape, elem type) for every tensor whose static shape inference knows."""
+    shapes = {}
+    graph = model.graph
+    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+        t = vi.type.tensor_type
+        if t.HasField("shape") and all(d.dim_value > 0 for d in t.shape.dim) and t.elem_type:
+            shapes[vi.name] = ([d.dim_value for d in t.shape.dim], t.elem_type)
+    return shapes
+
+
+def _run_for_shapes(model: onnx.ModelProto, names: list[str]) -> dict[str, tuple[list[int], int]]:
+    """Shapes inference could not give: run the graph once on zeros and look."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    del probe.graph.output[:]
+    probe.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names)
+    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    feed = {}
+    for i in session.get_inputs():
+        vi = next(v for v in model.graph.input if v.name == i.name)
+        t = vi.type.tensor_type
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
+        feed[i.name] = np.zeros([d.dim_value for d in t.shape.dim], dtype)
+    values = session.run(names, feed)
+    return {
+        n: (list(v.shape), onnx.helper.np_dtype_to_tensor_dtype(v.dtype))
+        for n, v in zip(names, values)
+    }
+
+
+def _externalize(model: onnx.ModelProto) -> tuple[bytes, list[WeightSpec]]:
+    """Move float constants into the weights blob. Integer constants (shapes, axes, indices)
+    stay in the graph: onnxruntime must read them while it resolves the graph."""
+    blob = bytearray()
+    specs = []
+    for tensor in model.graph.initializer:
+        if tensor.data_type not in _FLOAT_TYPES:
+            continue
+        array = numpy_helper.to_array(tensor)
+        data = np.ascontiguousarray(array).tobytes()
+        blob += bytes(-len(blob) % _ALIGN)
+        offset = len(blob)
+        blob += data
+        specs.append(WeightSpec(tensor.name, _dtype_name(tensor.data_type),
+                                list(array.shape), offset, len(data)))  # fmt: skip
+        for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
+                      "uint64_data", "string_data"):  # fmt: skip
+            tensor.ClearField(field)
+        tensor.data_location = TensorProto.EXTERNAL
+        del tensor.external_data[:]
+        for key, value in (("location", WEIGHT_LOCATION), ("offset", str(offset)),
+                           ("length", str(len(data)))):  # fmt: skip
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+    return bytes(blob), specs
+
+
+def _memory_plan(
+    model: onnx.ModelProto, shapes: dict[str, tuple[list[int], int]], weight_size: int
+) -> MemoryPlan:
+    """Greedy lifetime plan of the intermediate tensors (graph IO and constants excluded)."""
+    graph = model.graph
+    io = {i.name for i in graph.input} | {o.name for o in graph.output}
+    constants = {t.name for t in graph.initializer}
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for step, node in enumerate(graph.node):
+        for name in node.input:
+            if name in first:
+                last[name] = step
+        for name in node.output:
+            if name and name not in io and name not in constants:
+                first[name] = last[name] = step
+    names = list(first)
+    sizes = []
+    for name in names:
+        shape, elem = shapes.get(name, ([0], TensorProto.FLOAT))
+        itemsize = 1 if elem == TensorProto.BOOL else np.dtype(
+            onnx.helper.tensor_dtype_to_np_dtype(elem)
+        ).itemsize
+        sizes.append(prod(shape) * itemsize)
+    reqs = [memplan.BufferReq(s, first[n], last[n]) for n, s in zip(names, sizes)]
+    plan = memplan.plan_greedy(reqs)
+    return MemoryPlan(
+        weight_size=weight_size,
+        internal_size=plan.total,
+        tensors=[PlannedTensor(n, o, s) for n, o, s in zip(names, plan.offsets, sizes)],
+    )
+
+
+def _spec(name: str, shape: list[int], elem: int, config: InputConfig | None = None) -> TensorSpec:
+    spec = TensorSpec(name, shape, _dtype_name(elem), "NCHW" if len(shape) == 4 else "UNDEFINED")
+    if config is not None and len(shape) == 4:
+        spec.mean, spec.std = config.mean, config.std
+    return spec
+
+
+def lower(
+    model: onnx.ModelProto,
+    inputs: dict[str, InputConfig],
+    *,
+    target_platform: str,
+    float_dtype: str,
+    custom_string: str,
+    model_name: str,
+    toolkit_version: str,
+    remove_weight: bool,
+) -> tuple[ModelMeta, bytes, bytes]:
+    """(metadata, graph bytes, weights bytes) for an ONNX model the passes have prepared."""
+    shapes = _known_shapes(model)
+    wanted = [o.name for o in model.graph.output] + [
+        o for n in model.graph.node for o in n.output if o
+    ]
+    missing = [n for n in dict.fromkeys(wanted) if n not in shapes]
+    if missing:
+        try:
+            shapes.update(_run_for_shapes(model, missing))
+        except Exception as exc:  # onnxruntime rejects graphs in several ways
+            raise ConversionError(f"cannot determine tensor shapes: {exc}") from None
+    in_specs = [
+        _spec(i.name, *shapes[i.name], config=inputs.get(i.name)) for i in model.graph.input
+    ]
+    out_specs = [_spec(o.name, *shapes[o.name]) for o in model.graph.output]
+    for o in model.graph.output:  # the runtime's graph carries its output types
+        shape, elem = shapes[o.name]
+        o.CopyFrom(onnx.helper.make_tensor_value_info(o.name, elem, shape))
+    weights, weight_specs = _externalize(model)
+    meta = ModelMeta(
+        target_platform=target_platform,
+        inputs=in_specs,
+        outputs=out_specs,
+        weights=weight_specs,
+        memory=_memory_plan(model, shapes, len(weights)),
+        float_dtype=float_dtype,
+        custom_string=custom_string,
+        model_name=model_name,
+        toolkit_version=toolkit_version,
+        remove_weight=remove_weight,
+        weights_sha256=hashlib.sha256(weights).hexdigest(),
+    )
+    if remove_weight:
+        weights = b""
+    return meta, model.SerializeToString(), weights

@@ -1,0 +1,94 @@
+"""Reading an ONNX model: choose its inputs and outputs, fix input shapes, check operators."""
+
+from __future__ import annotations
+
+import os
+
+import onnx
+from onnx import helper
+
+from .errors import ConversionError
+from .op_support import SUPPORTED_OPS
+
+
+def load(model: str | os.PathLike | bytes | onnx.ModelProto) -> onnx.ModelProto:
+    if isinstance(model, onnx.ModelProto):
+        proto = onnx.ModelProto()
+        proto.CopyFrom(model)
+        return proto
+    try:
+        if isinstance(model, bytes):
+            return onnx.load_model_from_string(model)
+        return onnx.load(os.fspath(model))
+    except Exception as exc:  # onnx raises protobuf, OS and validation errors
+        raise ConversionError(f"cannot read ONNX model {model!r}: {exc}") from None
+
+
+def real_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """Graph inputs that are not initializers (old IR versions list weights as inputs too)."""
+    constants = {t.name for t in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in constants]
+
+
+def set_inputs(
+    model: onnx.ModelProto, names: list[str] | None, sizes: list[list[int]] | None
+) -> None:
+    """Apply load_onnx(inputs=, input_size_list=): fixed shapes for the model's inputs."""
+    inputs = {i.name: i for i in real_inputs(model)}
+    if names is None:
+        names = list(inputs)
+    if sizes is not None and len(sizes) != len(names):
+        raise ConversionError(
+            f"input_size_list has {len(sizes)} shapes for {len(names)} inputs {names}"
+        )
+    for k, name in enumerate(names):
+        if name not in inputs:
+            raise ConversionError(f"input '{name}' is not an input of the model: {list(inputs)}")
+        tensor_type = inputs[name].type.tensor_type
+        if sizes is not None:
+            shape = [int(d) for d in sizes[k]]
+            if any(d <= 0 for d in shape):
+                raise ConversionError(f"input '{name}': input_size_list shape {shape} is invalid")
+            tensor_type.shape.Clear()
+            for d in shape:
+                tensor_type.shape.dim.add().dim_value = d
+        dims = tensor_type.shape.dim
+        if not tensor_type.HasField("shape") or any(d.dim_value <= 0 for d in dims):
+            raise ConversionError(
+                f"input '{name}' has a dynamic or unknown shape "
+                f"{[d.dim_param or d.dim_value for d in dims]}; give its size with "
+                "load_onnx(inputs=[...], input_size_list=[[...]])"
+            )
+    unused = [n for n in inputs if n not in names]
+    if unused:
+        raise ConversionError(f"inputs {unused} are not fed; list every model input in inputs=")
+
+
+def set_outputs(model: onnx.ModelProto, names: list[str] | None) -> None:
+    """Apply load_onnx(outputs=): cut the graph at these tensors and drop what they don't need."""
+    if not names:
+        return
+    produced = {o for n in model.graph.node for o in n.output}
+    for name in names:
+        if name not in produced:
+            raise ConversionError(f"output '{name}' is not produced by any node")
+    del model.graph.output[:]
+    model.graph.output.extend(helper.make_empty_tensor_value_info(n) for n in names)
+    needed = set(names)
+    keep = []
+    for node in reversed(model.graph.node):
+        if needed.intersection(node.output):
+            keep.append(node)
+            needed.update(i for i in node.input if i)
+    del model.graph.node[:]
+    model.graph.node.extend(reversed(keep))
+
+
+def check_ops(model: onnx.ModelProto) -> None:
+    for index, node in enumerate(model.graph.node):
+        if node.domain not in ("", "ai.onnx") or node.op_type not in SUPPORTED_OPS:
+            where = f"{node.domain}::" if node.domain not in ("", "ai.onnx") else ""
+            raise ConversionError(
+                f"unsupported operator {where}{node.op_type} at node "
+                f"'{node.name or f'#{index}'}' (outputs {list(node.output)})"
+            )

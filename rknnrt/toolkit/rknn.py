@@ -1,0 +1,177 @@
+"""`RKNN`: the converter's user-facing class, shaped like the vendor's rknn-toolkit2 `RKNN`.
+
+Each method returns 0 on success and -1 on failure with one `E <method>:` line on stderr, as
+the vendor's toolkit does; `RKNN.last_error` keeps the message for programs.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import onnx
+
+from ..model import container, targets
+from . import lower, onnx_import, passes
+from .errors import ConversionError
+
+TOOLKIT_VERSION = "0.1.0"
+FLOAT_DTYPES = ("float32",)  # float16 emulation arrives with quantisation
+
+
+def _reported(method: Callable[..., None]) -> Callable[..., int]:
+    @functools.wraps(method)
+    def wrapper(self: RKNN, *args: Any, **kwargs: Any) -> int:
+        try:
+            method(self, *args, **kwargs)
+        except ConversionError as exc:
+            self.last_error = str(exc)
+            sys.stderr.write(f"E {method.__name__}: {exc}\n")
+            return -1
+        self.last_error = ""
+        return 0
+
+    return wrapper
+
+
+class RKNN:
+    """Convert an ONNX model: config() -> load_onnx() -> build() -> export_rknn()."""
+
+    def __init__(self, verbose: bool = False) -> None:
+        self.verbose = verbose
+        self.last_error = ""
+        self._config: dict[str, Any] = {
+            "mean_values": None, "std_values": None, "target_platform": "rk3588",
+            "float_dtype": "float32", "custom_string": "", "remove_weight": False,
+        }  # fmt: skip
+        self._onnx: onnx.ModelProto | None = None
+        self._name = ""
+        self._built: bytes | None = None
+
+    def _info(self, message: str) -> None:
+        if self.verbose:
+            sys.stderr.write(f"I {message}\n")
+
+    @_reported
+    def config(
+        self,
+        mean_values: list[list[float]] | None = None,
+        std_values: list[list[float]] | None = None,
+        target_platform: str | None = None,
+        float_dtype: str = "float32",
+        custom_string: str | None = None,
+        remove_weight: bool = False,
+        **unsupported: Any,
+    ) -> None:
+        if unsupported:
+            raise ConversionError(f"config options not supported yet: {sorted(unsupported)}")
+        if target_platform is not None:
+            name = targets.canonical(target_platform)
+            if name is None:
+                raise ConversionError(
+                    f"target_platform '{target_platform}' is not one of {', '.join(targets.NAMES)}"
+                )
+            self._config["target_platform"] = name
+        if float_dtype not in FLOAT_DTYPES:
+            raise ConversionError(
+                f"float_dtype '{float_dtype}' is not supported yet; use one of {FLOAT_DTYPES}"
+            )
+        if custom_string is not None and len(custom_string.encode()) > 1023:
+            raise ConversionError("custom_string must be at most 1023 bytes")
+        self._config.update(
+            mean_values=mean_values, std_values=std_values, float_dtype=float_dtype,
+            custom_string=custom_string or "", remove_weight=bool(remove_weight),
+        )  # fmt: skip
+
+    @_reported
+    def load_onnx(
+        self,
+        model: str | os.PathLike | bytes | onnx.ModelProto,
+        inputs: list[str] | None = None,
+        input_size_list: list[list[int]] | None = None,
+        outputs: list[str] | None = None,
+    ) -> None:
+        proto = onnx_import.load(model)
+        onnx_import.set_inputs(proto, inputs, input_size_list)
+        onnx_import.set_outputs(proto, outputs)
+        self._onnx = proto
+        self._name = proto.graph.name or (
+            os.path.splitext(os.path.basename(os.fspath(model)))[0]
+            if isinstance(model, (str, os.PathLike)) else "model"
+        )  # fmt: skip
+        self._built = None
+
+    def _input_configs(self, model: onnx.ModelProto) -> dict[str, lower.InputConfig]:
+        means, stds = self._config["mean_values"], self._config["std_values"]
+        configs = {}
+        for k, vi in enumerate(model.graph.input):
+            dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+            mean = means[k] if means is not None and k < len(means) else None
+            std = stds[k] if stds is not None and k < len(stds) else None
+            for what, values in (("mean_values", mean), ("std_values", std)):
+                if values is None:
+                    continue
+                if len(dims) != 4 or len(values) != dims[1]:
+                    raise ConversionError(
+                        f"{what}[{k}] has {len(values)} values, but input '{vi.name}' "
+                        f"{dims} needs one per channel of a 4-D NCHW input"
+                    )
+                if what == "std_values" and any(v == 0 for v in values):
+                    raise ConversionError(f"std_values[{k}] contains 0")
+            configs[vi.name] = lower.InputConfig(
+                [float(v) for v in mean] if mean is not None else None,
+                [float(v) for v in std] if std is not None else None,
+            )
+        return configs
+
+    @_reported
+    def build(
+        self, do_quantization: bool = False, dataset: str | None = None,
+        rknn_batch_size: int | None = None,
+    ) -> None:  # fmt: skip
+        if self._onnx is None:
+            raise ConversionError("no model loaded: call load_onnx first")
+        platform = self._config["target_platform"]
+        if do_quantization:
+            raise ConversionError("do_quantization=True is not supported yet; build float")
+        if rknn_batch_size not in (None, 1):
+            raise ConversionError("rknn_batch_size > 1 is not supported yet")
+        if platform in targets.INT8_ONLY:
+            raise ConversionError(f"{platform} runs only quantised models: do_quantization=True")
+        prepared = passes.run_all(self._onnx)
+        onnx_import.check_ops(prepared)
+        meta, graph, weights = lower.lower(
+            prepared,
+            self._input_configs(prepared),
+            target_platform=platform,
+            float_dtype=self._config["float_dtype"],
+            custom_string=self._config["custom_string"],
+            model_name=self._name,
+            toolkit_version=f"rknnrt {TOOLKIT_VERSION}",
+            remove_weight=self._config["remove_weight"],
+        )
+        self._built = container.write(meta.to_json(), graph, weights)
+        self._info(f"build: {len(prepared.graph.node)} nodes, {len(weights)} bytes of weights")
+
+    @_reported
+    def export_rknn(self, export_path: str | os.PathLike) -> None:
+        if self._built is None:
+            raise ConversionError("nothing to export: call build first")
+        try:
+            with open(export_path, "wb") as f:
+                f.write(self._built)
+        except OSError as exc:
+            raise ConversionError(f"cannot write {os.fspath(export_path)!r}: {exc}") from None
+
+    def model_bytes(self) -> bytes:
+        """The built model file's bytes (rknnrt extension: no file round trip needed)."""
+        if self._built is None:
+            raise ConversionError("nothing built: call build first")
+        return self._built
+
+    def release(self) -> None:
+        self._onnx = None
+        self._built = None
