@@ -7,4 +7,7 @@ names; `rknnrt.lite.RKNNLite` is the Python layer; `rknnrt.toolkit.RKNN` convert
 from .api import *  # noqa: F403
 from .core.version import RKNNRT_VERSION as __version__
 
-__all__ = [name for name in dir() if name.startswith(("rknn_", "RKNN_", "get_"))]
+__all__ = [
+    "__version__",
+    *(name for name in dir() if name.startswith(("rknn_", "RKNN_", "get_"))),
+]

@@ -24,6 +24,11 @@ T = TypeVar("T", bound=ctypes.Structure)
 _CArgObject = type(ctypes.byref(ctypes.c_int()))
 
 
+def log_error(message: str) -> None:
+    """One `E RKNN:` line, for the Python layers built on this API."""
+    log.error(message)
+
+
 def status_code(status: str) -> int:
     return getattr(constants, status)
 

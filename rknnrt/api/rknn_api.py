@@ -13,19 +13,30 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ..core import registry
 from ..core.context import Context, Model, OutputRequest
 from ..core.errors import FAIL, PARAM_INVALID, RknnError
-from . import constants as c
 from .marshal import (
-    array_at, bytes_at, c_api, context_handle, model_bytes, struct_at,
+    array_at,
+    bytes_at,
+    c_api,
+    context_handle,
+    model_bytes,
+    struct_at,
 )  # fmt: skip
 from .structs import (
-    rknn_context, rknn_custom_string, rknn_init_extend, rknn_input, rknn_input_output_num,
-    rknn_mem_size, rknn_output, rknn_output_extend, rknn_perf_run, rknn_run_extend,
-    rknn_sdk_version, rknn_tensor_attr,
+    rknn_context,
+    rknn_custom_string,
+    rknn_init_extend,
+    rknn_input,
+    rknn_input_output_num,
+    rknn_mem_size,
+    rknn_output,
+    rknn_output_extend,
+    rknn_perf_run,
+    rknn_run_extend,
+    rknn_sdk_version,
+    rknn_tensor_attr,
 )  # fmt: skip
 from .translate import QUERY_NAMES, fill_attr, format_name, init_flags, type_name
 
@@ -53,7 +64,7 @@ def _read_model(model: Any, size: int, extend: rknn_init_extend | None) -> memor
         raise RknnError(FAIL, f"open model file {os.fspath(source)!r} failed: {exc}") from None
     if length and len(data) < length:
         raise RknnError(
-            PARAM_INVALID, f"real_model_offset + real_model_size exceed the model file size"
+            PARAM_INVALID, "real_model_offset + real_model_size exceed the model file size"
         )
     return memoryview(data)
 
@@ -84,13 +95,12 @@ def rknn_dup_context(context_in: Any, context_out: Any) -> None:
         out.value = registry.add(src.dup())
 
 
-def _query_attr(kind: str) -> Callable[[Context, rknn_tensor_attr], None]:
+def _query_attr(is_input: bool, native: bool = False, nhwc: bool = False) -> Callable[..., None]:
     def fill(ctx: Context, info: rknn_tensor_attr) -> None:
-        if kind.startswith("input"):
-            attr = ctx.input_attr(info.index, native=kind != "input")
+        if is_input:
+            fill_attr(info, ctx.input_attr(info.index, native=native))
         else:
-            attr = ctx.output_attr(info.index, native=kind != "output", nhwc=kind == "nhwc_out")
-        fill_attr(info, attr)
+            fill_attr(info, ctx.output_attr(info.index, native=native, nhwc=nhwc))
 
     return fill
 
@@ -119,12 +129,16 @@ def _query_perf_run(ctx: Context, info: rknn_perf_run) -> None:
 
 _QUERIES: dict[str, tuple[type[ctypes.Structure], Callable[[Context, Any], None]]] = {
     "RKNN_QUERY_IN_OUT_NUM": (rknn_input_output_num, _query_io_num),
-    "RKNN_QUERY_INPUT_ATTR": (rknn_tensor_attr, _query_attr("input")),
-    "RKNN_QUERY_OUTPUT_ATTR": (rknn_tensor_attr, _query_attr("output")),
-    "RKNN_QUERY_NATIVE_INPUT_ATTR": (rknn_tensor_attr, _query_attr("native_in")),
-    "RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR": (rknn_tensor_attr, _query_attr("native_in")),
-    "RKNN_QUERY_NATIVE_OUTPUT_ATTR": (rknn_tensor_attr, _query_attr("native_out")),
-    "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR": (rknn_tensor_attr, _query_attr("nhwc_out")),
+    "RKNN_QUERY_INPUT_ATTR": (rknn_tensor_attr, _query_attr(True)),
+    "RKNN_QUERY_OUTPUT_ATTR": (rknn_tensor_attr, _query_attr(False)),
+    # RT: NATIVE_NHWC_INPUT gives the same result as NATIVE_INPUT.
+    "RKNN_QUERY_NATIVE_INPUT_ATTR": (rknn_tensor_attr, _query_attr(True, native=True)),
+    "RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR": (rknn_tensor_attr, _query_attr(True, native=True)),
+    "RKNN_QUERY_NATIVE_OUTPUT_ATTR": (rknn_tensor_attr, _query_attr(False, native=True)),
+    "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR": (
+        rknn_tensor_attr,
+        _query_attr(False, native=True, nhwc=True),
+    ),
     "RKNN_QUERY_SDK_VERSION": (rknn_sdk_version, _query_sdk),
     "RKNN_QUERY_MEM_SIZE": (rknn_mem_size, _query_mem_size),
     "RKNN_QUERY_CUSTOM_STRING": (rknn_custom_string, _query_custom_string),
@@ -237,9 +251,3 @@ def rknn_set_batch_core_num(context: Any, core_num: int) -> None:
     ctx = _ctx(context)
     with ctx.busy("rknn_set_batch_core_num"):
         ctx.set_batch_core_num(int(core_num))
-
-
-def outputs_as_arrays(outputs: Any, n_outputs: int, dtypes: list[Any]) -> list[np.ndarray]:
-    """Helper for numpy users: views of filled rknn_output buffers (valid until release)."""
-    outs = array_at(outputs, rknn_output, n_outputs, "outputs")
-    return [bytes_at(o.buf, o.size, "buf").view(dt) for o, dt in zip(outs, dtypes)]

@@ -18,7 +18,13 @@ from ..model import container
 from ..model.meta import ModelMeta
 from . import attrs, log, platforms
 from .errors import (
-    CTX_INVALID, FAIL, INPUT_INVALID, MODEL_INVALID, OUTPUT_INVALID, PARAM_INVALID, RknnError,
+    CTX_INVALID,
+    FAIL,
+    INPUT_INVALID,
+    MODEL_INVALID,
+    OUTPUT_INVALID,
+    PARAM_INVALID,
+    RknnError,
 )  # fmt: skip
 from .executor import Program
 from .io import InputPlan, OutputPlan

@@ -38,9 +38,7 @@ class Program:
         if names:
             options.add_external_initializers(names, values)
         try:
-            self.session = ort.InferenceSession(
-                graph, options, providers=["CPUExecutionProvider"]
-            )
+            self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises several types for a bad graph
             raise RknnError(MODEL_INVALID, f"the model's graph cannot be loaded: {exc}") from None
         self._keep = (weights, values)  # onnxruntime may read the weights in place

@@ -141,7 +141,9 @@ def _parse_tensor(raw: Any, where: str) -> TensorSpec:
 def _parse_meta(raw: Any, weights_size: int) -> ModelMeta:
     if not isinstance(raw, dict):
         raise ModelFormatError("metadata: top level must be an object")
-    inputs = [_parse_tensor(t, f"inputs[{i}]") for i, t in enumerate(_want(raw, "inputs", list, ""))]
+    inputs = [
+        _parse_tensor(t, f"inputs[{i}]") for i, t in enumerate(_want(raw, "inputs", list, ""))
+    ]
     outputs = [
         _parse_tensor(t, f"outputs[{i}]") for i, t in enumerate(_want(raw, "outputs", list, ""))
     ]

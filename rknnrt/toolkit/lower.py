@@ -115,9 +115,11 @@ def _memory_plan(
     sizes = []
     for name in names:
         shape, elem = shapes.get(name, ([0], TensorProto.FLOAT))
-        itemsize = 1 if elem == TensorProto.BOOL else np.dtype(
-            onnx.helper.tensor_dtype_to_np_dtype(elem)
-        ).itemsize
+        itemsize = (
+            1
+            if elem == TensorProto.BOOL
+            else np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem)).itemsize
+        )
         sizes.append(prod(shape) * itemsize)
     reqs = [memplan.BufferReq(s, first[n], last[n]) for n, s in zip(names, sizes)]
     plan = memplan.plan_greedy(reqs)
