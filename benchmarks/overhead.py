@@ -244,8 +244,6 @@ def bench_model(rk, name: str, threads: int | None, forced_repeat: int | None) -
         timing = interleave(ort_call, runner.infer, repeat)
     finally:
         runner.destroy()
-        del session
-        gc.collect()
     return Row(name, timing.ort_ms(), timing.rk_ms(), repeat, max_diff, convert_s)
 
 
@@ -301,7 +299,6 @@ def bench_one_op(rk, threads: int | None, forced_repeat: int | None) -> OneOp:
         timing = interleave(ort_call, rk_call, repeat)
     finally:
         runner.destroy()
-        del session
     steps = {
         step: statistics.median(s[k + 1] - s[k] for s in stamps) / 1e3
         for k, step in enumerate(STEPS)
@@ -348,7 +345,9 @@ def print_one_op(res: OneOp) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, help="timed calls per side (default: by timing)")
-    parser.add_argument("--models", help="comma-separated names (light_ prefix optional)")
+    parser.add_argument(
+        "--models", help="comma-separated names or unique parts of them (e.g. vgg19,resnet50)"
+    )
     parser.add_argument("--quick", action="store_true", help="skip vgg19, alexnet, zfnet512")
     parser.add_argument(
         "--threads", type=int, help="ORT intra_op_num_threads and RKNNRT_NUM_THREADS"
@@ -368,10 +367,10 @@ def select_models(args: argparse.Namespace) -> list[str]:
         wanted = [m.strip() for m in args.models.split(",") if m.strip()]
         names = []
         for m in wanted:
-            full = m if m.startswith("light_") else f"light_{m}"
-            if full not in MODELS:
+            hits = [n for n in MODELS if n == m] or [n for n in MODELS if m in n]
+            if len(hits) != 1:
                 raise SystemExit(f"unknown model {m!r}; choose from {', '.join(MODELS)}")
-            names.append(full)
+            names.append(hits[0])
     if args.quick:
         names = [m for m in names if m not in HEAVY]
     return names
@@ -395,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         print(f"  {name} ...", end="", flush=True)
         row = bench_model(rk, name, args.threads, args.repeat)
+        gc.collect()  # the converted weights of the last model (vgg19: ~2 GB)
         print(f" {row.ratio:.3f}", flush=True)
         rows.append(row)
     print()

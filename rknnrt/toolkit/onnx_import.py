@@ -92,3 +92,16 @@ def check_ops(model: onnx.ModelProto) -> None:
                 f"unsupported operator {where}{node.op_type} at node "
                 f"'{node.name or f'#{index}'}' (outputs {list(node.output)})"
             )
+
+
+def complete_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Give every graph output its inferred type (models may declare outputs untyped)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except Exception as exc:  # onnx reports inference failures with several types
+        raise ConversionError(f"shape inference failed: {exc}") from None
+    for out in inferred.graph.output:
+        t = out.type.tensor_type
+        if not out.HasField("type") or not t.elem_type or not t.HasField("shape"):
+            raise ConversionError(f"the type or shape of output '{out.name}' cannot be inferred")
+    return inferred

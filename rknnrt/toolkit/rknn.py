@@ -97,8 +97,8 @@ class RKNN:
         proto = onnx_import.load(model)
         onnx_import.set_inputs(proto, inputs, input_size_list)
         onnx_import.set_outputs(proto, outputs)
-        self._onnx = proto
-        self._name = proto.graph.name or (
+        self._onnx = onnx_import.complete_outputs(proto)
+        self._name = self._onnx.graph.name or (
             os.path.splitext(os.path.basename(os.fspath(model)))[0]
             if isinstance(model, (str, os.PathLike)) else "model"
         )  # fmt: skip
@@ -141,7 +141,10 @@ class RKNN:
             raise ConversionError("rknn_batch_size > 1 is not supported yet")
         if platform in targets.INT8_ONLY:
             raise ConversionError(f"{platform} runs only quantised models: do_quantization=True")
-        prepared = passes.run_all(self._onnx)
+        try:
+            prepared = passes.run_all(self._onnx)
+        except Exception as exc:  # onnx/onnxruntime errors from folding or checking
+            raise ConversionError(f"graph optimisation failed: {exc}") from None
         onnx_import.check_ops(prepared)
         meta, graph, weights = lower.lower(
             prepared,
