@@ -94,19 +94,16 @@ class RknnRunner:
             inp.index, inp.buf, inp.size = i, x.ctypes.data, x.nbytes
             inp.pass_through = 0
             inp.type, inp.fmt = rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NCHW
+        # want_float/is_prealloc are set once: rknn_outputs_get only writes index, buf and size
         self.outputs = (rk.rknn_output * self.n_out)()
-
-    def _request_outputs(self) -> None:
         for i in range(self.n_out):
-            out = self.outputs[i]
-            out.index, out.want_float, out.is_prealloc, out.buf, out.size = i, 1, 0, None, 0
+            self.outputs[i].index, self.outputs[i].want_float, self.outputs[i].is_prealloc = i, 1, 0
 
     def infer(self) -> None:
         """One inference exactly as a C program does it (outputs read, then released)."""
         rk, ctx = self.rk, self.ctx
         check(rk.rknn_inputs_set(ctx, self.n_in, self.inputs), "rknn_inputs_set")
         check(rk.rknn_run(ctx, None), "rknn_run")
-        self._request_outputs()
         check(rk.rknn_outputs_get(ctx, self.n_out, self.outputs, None), "rknn_outputs_get")
         check(rk.rknn_outputs_release(ctx, self.n_out, self.outputs), "rknn_outputs_release")
 
@@ -118,20 +115,17 @@ class RknnRunner:
         t1 = clock()
         check(rk.rknn_run(ctx, None), "rknn_run")
         t2 = clock()
-        self._request_outputs()
-        t3 = clock()
         check(rk.rknn_outputs_get(ctx, self.n_out, self.outputs, None), "rknn_outputs_get")
-        t4 = clock()
+        t3 = clock()
         check(rk.rknn_outputs_release(ctx, self.n_out, self.outputs), "rknn_outputs_release")
-        t5 = clock()
-        stamps.append([t0, t1, t2, t3, t4, t5])
+        t4 = clock()
+        stamps.append([t0, t1, t2, t3, t4])
 
     def outputs_copy(self) -> list[np.ndarray]:
         """The float32 outputs of one inference, copied out before release."""
         rk, ctx = self.rk, self.ctx
         check(rk.rknn_inputs_set(ctx, self.n_in, self.inputs), "rknn_inputs_set")
         check(rk.rknn_run(ctx, None), "rknn_run")
-        self._request_outputs()
         check(rk.rknn_outputs_get(ctx, self.n_out, self.outputs, None), "rknn_outputs_get")
         arrays = []
         for i in range(self.n_out):
@@ -173,6 +167,15 @@ class Timing:
     def rk_ms(self) -> float:
         return statistics.median(self.rk_ns) / 1e6
 
+    def paired_ratio_ci(self) -> tuple[float, float]:
+        """~95% interval of the median of per-iteration rknnrt/ORT ratios (order statistics).
+        Each pair ran back to back, so load that drifts between iterations cancels out."""
+        ratios = sorted(r / o for o, r in zip(self.ort_ns, self.rk_ns))
+        n = len(ratios)
+        half = 0.98 * n**0.5
+        lo, hi = max(0, int(n / 2 - half)), min(n - 1, int(n / 2 + half + 0.999))
+        return ratios[lo], ratios[hi]
+
 
 def interleave(ort_call: Callable[[], object], rk_call: Callable[[], None], n: int) -> Timing:
     """n timed calls of each, alternating A/B and which goes first (ABBA ...)."""
@@ -198,6 +201,7 @@ class Row:
     model: str
     ort_ms: float
     rk_ms: float
+    ci: tuple[float, float]
     repeat: int
     max_diff: float
     convert_s: float
@@ -239,12 +243,14 @@ def bench_model(rk, name: str, threads: int | None, forced_repeat: int | None) -
 
         # warm-up (the first runs allocate arenas), then one timing to size the repeats
         warm = interleave(ort_call, runner.infer, 3)
-        first_s = max(min(warm.ort_ns), min(warm.rk_ns)) / 1e9
+        first_s = max(statistics.median(warm.ort_ns), statistics.median(warm.rk_ns)) / 1e9
         repeat = pick_repeat(first_s, forced_repeat)
         timing = interleave(ort_call, runner.infer, repeat)
     finally:
         runner.destroy()
-    return Row(name, timing.ort_ms(), timing.rk_ms(), repeat, max_diff, convert_s)
+    return Row(
+        name, timing.ort_ms(), timing.rk_ms(), timing.paired_ratio_ci(), repeat, max_diff, convert_s
+    )
 
 
 def one_op_model() -> onnx.ModelProto:
@@ -269,10 +275,10 @@ class OneOp:
         return self.rk_us - self.ort_us
 
 
-STEPS = ("inputs_set", "run", "(fill rknn_output)", "outputs_get", "outputs_release")
+STEPS = ("rknn_inputs_set", "rknn_run", "rknn_outputs_get", "rknn_outputs_release")
 
 
-def bench_one_op(rk, threads: int | None, forced_repeat: int | None) -> OneOp:
+def bench_one_op(rk, threads: int | None, repeat: int = ONE_OP_REPEAT) -> OneOp:
     model = one_op_model()
     blob = convert(model)
     x = np.random.default_rng(0).random((1, 3, 8, 8), dtype=np.float32)
@@ -281,7 +287,6 @@ def bench_one_op(rk, threads: int | None, forced_repeat: int | None) -> OneOp:
         model.SerializeToString(), ort_options(threads), providers=["CPUExecutionProvider"]
     )
     feed = {"x": x}
-    repeat = forced_repeat if forced_repeat is not None else ONE_OP_REPEAT
     try:
         got = runner.outputs_copy()[0]
         if not np.array_equal(got, np.maximum(x, 0).reshape(-1)):
@@ -291,12 +296,13 @@ def bench_one_op(rk, threads: int | None, forced_repeat: int | None) -> OneOp:
         def ort_call() -> object:
             return session.run(None, feed)
 
-        def rk_call() -> None:
+        def rk_steps() -> None:
             runner.infer_steps(stamps)
 
-        interleave(ort_call, rk_call, ONE_OP_WARMUP)
-        stamps.clear()
-        timing = interleave(ort_call, rk_call, repeat)
+        interleave(ort_call, runner.infer, ONE_OP_WARMUP)
+        timing = interleave(ort_call, runner.infer, repeat)
+        # the breakdown in a second pass, so that its clock calls do not count in the total
+        interleave(ort_call, rk_steps, repeat)
     finally:
         runner.destroy()
     steps = {
@@ -306,45 +312,62 @@ def bench_one_op(rk, threads: int | None, forced_repeat: int | None) -> OneOp:
     return OneOp(timing.ort_ms() * 1e3, timing.rk_ms() * 1e3, steps, repeat)
 
 
+def verdict(value: float, target: float, interval: tuple[float, float] | None = None) -> str:
+    """PASS/FAIL against target; '?' when the interval straddles the target (noise decides)."""
+    text = "PASS" if value <= target else "FAIL"
+    if interval is not None and interval[0] <= target < interval[1]:
+        text += "?"
+    return text
+
+
 def print_table(rows: list[Row]) -> None:
     header = (
-        f"{'model':<20} {'ORT ms':>9} {'rknnrt ms':>10} {'ratio':>7} {'verdict':>8} "
-        f"{'n':>4} {'max|diff|':>10} {'convert s':>9}"
+        f"{'model':<20} {'ORT ms':>9} {'rknnrt ms':>10} {'ratio':>6} {'paired 95% CI':>14} "
+        f"{'verdict':>7} {'n':>4} {'max|diff|':>9} {'convert s':>9}"
     )
     print(header)
     print("-" * len(header))
     for r in rows:
-        verdict = "PASS" if r.ratio <= RATIO_TARGET else "FAIL"
+        ci = f"{r.ci[0]:.3f}-{r.ci[1]:.3f}"
         print(
-            f"{r.model:<20} {r.ort_ms:>9.3f} {r.rk_ms:>10.3f} {r.ratio:>7.3f} {verdict:>8} "
-            f"{r.repeat:>4} {r.max_diff:>10.2e} {r.convert_s:>9.1f}"
+            f"{r.model:<20} {r.ort_ms:>9.3f} {r.rk_ms:>10.3f} {r.ratio:>6.3f} {ci:>14} "
+            f"{verdict(r.ratio, RATIO_TARGET, r.ci):>7} {r.repeat:>4} {r.max_diff:>9.1e} "
+            f"{r.convert_s:>9.1f}"
         )
     if rows:
         geo = float(np.exp(np.mean([np.log(r.ratio) for r in rows])))
         passed = sum(r.ratio <= RATIO_TARGET for r in rows)
         print(
-            f"geometric mean ratio {geo:.3f}; {passed}/{len(rows)} models within "
-            f"ratio <= {RATIO_TARGET:.2f}"
+            f"target ratio (rknnrt/ORT medians) <= {RATIO_TARGET:.2f}: {passed}/{len(rows)} "
+            f"models; geometric mean ratio {geo:.3f}"
+        )
+        print(
+            "paired 95% CI: of the median per-iteration ratio; '?' = the CI contains the target. "
+            "n: timed calls per side"
         )
 
 
 def print_one_op(res: OneOp) -> None:
-    verdict = "PASS" if res.diff_us <= OVERHEAD_TARGET_US else "FAIL"
     print(f"one-op model (Relu on float32 [1,3,8,8]), {res.repeat} interleaved calls each:")
     print(f"  ORT median          {res.ort_us:9.1f} us")
     print(f"  rknnrt median       {res.rk_us:9.1f} us")
     print(
         f"  overhead (rk - ORT) {res.diff_us:9.1f} us   target <= {OVERHEAD_TARGET_US:.0f} us: "
-        f"{verdict}"
+        f"{verdict(res.diff_us, OVERHEAD_TARGET_US)}"
     )
-    print("  rknnrt per-call medians:")
+    print("  rknnrt per-call medians (second pass, same interleaving):")
     for step, us in res.steps_us.items():
-        print(f"    {step:<20} {us:8.1f} us")
+        print(f"    {step:<22} {us:8.1f} us")
+    print(f"    {'sum':<22} {sum(res.steps_us.values()):8.1f} us")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, help="timed calls per side (default: by timing)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        help="timed calls per side and model (default: 30-200 by a first timing)",
+    )
     parser.add_argument(
         "--models", help="comma-separated names or unique parts of them (e.g. vgg19,resnet50)"
     )
@@ -401,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows)
     if not args.no_one_op:
         print()
-        print_one_op(bench_one_op(rk, args.threads, args.repeat))
+        print_one_op(bench_one_op(rk, args.threads))
     print(f"\ntotal time {time.perf_counter() - start:.1f} s")
     return 0
 

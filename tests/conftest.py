@@ -4,7 +4,6 @@ the runtime's `E RKNN:`/`W RKNN:`/`I RKNN:` lines."""
 
 from __future__ import annotations
 
-import ctypes
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -157,4 +156,3 @@ class Reference:
 def reference(default_onnx: onnx.ModelProto) -> Reference:
     """`reference(nhwc_image)` -> the default model's float32 output [1,10]."""
     return Reference(default_onnx, DEFAULT_MEAN, DEFAULT_STD)
-

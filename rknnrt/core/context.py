@@ -226,6 +226,8 @@ class Context:
                 np.copyto(target, data)
                 handed.append(target)
             else:
+                if data.ctypes.data in self._handed_out:  # each get owns its buffer until release
+                    data = data.copy()
                 self._handed_out[data.ctypes.data] = data
                 handed.append(data)
         return handed, self.frame_id

@@ -168,15 +168,32 @@ def _assert_attr(attr, *, index, dims, name, fmt, type_, size, w_stride, size_wi
 
 def test_input_attr(capi, ctx):
     attr = query_attr(capi, ctx, rk.RKNN_QUERY_INPUT_ATTR)
-    _assert_attr(attr, index=0, dims=[1, 64, 64, 3], name=b"images", fmt=rk.RKNN_TENSOR_NHWC,
-                 type_=rk.RKNN_TENSOR_FLOAT32, size=N_ELEMS * 4, w_stride=64,
-                 size_with_stride=N_ELEMS * 4)  # fmt: skip
+    _assert_attr(
+        attr,
+        index=0,
+        dims=[1, 64, 64, 3],
+        name=b"images",
+        fmt=rk.RKNN_TENSOR_NHWC,
+        type_=rk.RKNN_TENSOR_FLOAT32,
+        size=N_ELEMS * 4,
+        w_stride=64,
+        size_with_stride=N_ELEMS * 4,
+    )
 
 
 def test_output_attr_2d_is_undefined(capi, ctx):
     attr = query_attr(capi, ctx, rk.RKNN_QUERY_OUTPUT_ATTR)
-    _assert_attr(attr, index=0, dims=[1, 10], name=b"probs", fmt=rk.RKNN_TENSOR_UNDEFINED,
-                 type_=rk.RKNN_TENSOR_FLOAT32, size=40, w_stride=0, size_with_stride=40)  # fmt: skip
+    _assert_attr(
+        attr,
+        index=0,
+        dims=[1, 10],
+        name=b"probs",
+        fmt=rk.RKNN_TENSOR_UNDEFINED,
+        type_=rk.RKNN_TENSOR_FLOAT32,
+        size=40,
+        w_stride=0,
+        size_with_stride=40,
+    )
 
 
 @pytest.mark.parametrize(
@@ -185,9 +202,17 @@ def test_output_attr_2d_is_undefined(capi, ctx):
 def test_native_input_attr(capi, ctx, cmd):
     # 4-D, C = 3 -> NHWC natively; width 64 is already 16-aligned on rk3588 (facts §5.2).
     attr = query_attr(capi, ctx, cmd)
-    _assert_attr(attr, index=0, dims=[1, 64, 64, 3], name=b"images", fmt=rk.RKNN_TENSOR_NHWC,
-                 type_=rk.RKNN_TENSOR_FLOAT32, size=N_ELEMS * 4, w_stride=64,
-                 size_with_stride=N_ELEMS * 4)  # fmt: skip
+    _assert_attr(
+        attr,
+        index=0,
+        dims=[1, 64, 64, 3],
+        name=b"images",
+        fmt=rk.RKNN_TENSOR_NHWC,
+        type_=rk.RKNN_TENSOR_FLOAT32,
+        size=N_ELEMS * 4,
+        w_stride=64,
+        size_with_stride=N_ELEMS * 4,
+    )
 
 
 @pytest.mark.parametrize(
@@ -195,8 +220,17 @@ def test_native_input_attr(capi, ctx, cmd):
 )
 def test_native_output_attr_2d(capi, ctx, cmd):
     attr = query_attr(capi, ctx, cmd)
-    _assert_attr(attr, index=0, dims=[1, 10], name=b"probs", fmt=rk.RKNN_TENSOR_UNDEFINED,
-                 type_=rk.RKNN_TENSOR_FLOAT32, size=40, w_stride=0, size_with_stride=40)  # fmt: skip
+    _assert_attr(
+        attr,
+        index=0,
+        dims=[1, 10],
+        name=b"probs",
+        fmt=rk.RKNN_TENSOR_UNDEFINED,
+        type_=rk.RKNN_TENSOR_FLOAT32,
+        size=40,
+        w_stride=0,
+        size_with_stride=40,
+    )
 
 
 def test_query_index_is_an_input_field(capi, ctx):
@@ -222,25 +256,27 @@ def test_input_conversion_matrix(capi, ctx, reference, type_, fmt):
     buf = as_buffer(image, type_, fmt)
     got = set_run_get(capi, ctx, buf, type_, fmt)
     # The reference sees exactly the values the buffer holds (fp16 rounding included).
-    expected = reference(buf.astype(np.float32).reshape(image.shape)
-                         if fmt == rk.RKNN_TENSOR_NHWC
-                         else buf.astype(np.float32).transpose(0, 2, 3, 1))  # fmt: skip
+    held = image.astype(NP_TYPE[type_]).astype(np.float32)
+    assert type_ != rk.RKNN_TENSOR_FLOAT16 or not np.array_equal(held, image)
+    expected = reference(held)
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
 
 
 def test_uint8_equals_float32_of_the_same_integers(capi, ctx):
     image = default_input()
     u8 = set_run_get(capi, ctx, image, rk.RKNN_TENSOR_UINT8, rk.RKNN_TENSOR_NHWC)
-    f32 = set_run_get(capi, ctx, image.astype(np.float32), rk.RKNN_TENSOR_FLOAT32,
-                      rk.RKNN_TENSOR_NHWC)  # fmt: skip
+    f32 = set_run_get(
+        capi, ctx, image.astype(np.float32), rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NHWC
+    )
     np.testing.assert_array_equal(u8, f32)
 
 
 def test_float16_is_within_fp16_rounding_of_float32(capi, ctx, reference):
     image = float_image(seed=7)
     f32 = set_run_get(capi, ctx, image, rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NHWC)
-    f16 = set_run_get(capi, ctx, image.astype(np.float16), rk.RKNN_TENSOR_FLOAT16,
-                      rk.RKNN_TENSOR_NHWC)  # fmt: skip
+    f16 = set_run_get(
+        capi, ctx, image.astype(np.float16), rk.RKNN_TENSOR_FLOAT16, rk.RKNN_TENSOR_NHWC
+    )
     np.testing.assert_allclose(f16, reference(image.astype(np.float16)), rtol=RTOL, atol=ATOL)
     # fp16 keeps ~11 bits: inputs move by <= 0.125 of 255, which barely moves a softmax.
     np.testing.assert_allclose(f16, f32, rtol=0, atol=5e-3)
@@ -250,16 +286,47 @@ def test_float16_is_within_fp16_rounding_of_float32(capi, ctx, reference):
 def test_nhwc_and_nchw_give_identical_results(capi, ctx):
     image = float_image(seed=3)
     nhwc = set_run_get(capi, ctx, image, rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NHWC)
-    nchw = set_run_get(capi, ctx, np.ascontiguousarray(image.transpose(0, 3, 1, 2)),
-                       rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NCHW)  # fmt: skip
+    nchw = set_run_get(
+        capi,
+        ctx,
+        np.ascontiguousarray(image.transpose(0, 3, 1, 2)),
+        rk.RKNN_TENSOR_FLOAT32,
+        rk.RKNN_TENSOR_NCHW,
+    )
     np.testing.assert_array_equal(nhwc, nchw)
 
 
-def test_int8_buffer_on_float_model_is_param_invalid(capi, ctx, rknn_log):
-    buf = default_input().astype(np.int8)
-    inp = make_input(buf, rk.RKNN_TENSOR_INT8, rk.RKNN_TENSOR_NHWC)
+@pytest.mark.parametrize(
+    ("type_", "np_type"),
+    [
+        (rk.RKNN_TENSOR_INT8, np.int8),
+        (rk.RKNN_TENSOR_INT16, np.int16),
+        (rk.RKNN_TENSOR_INT32, np.int32),
+        (rk.RKNN_TENSOR_INT64, np.int64),
+        (rk.RKNN_TENSOR_BOOL, np.bool_),
+    ],
+    ids=["INT8", "INT16", "INT32", "INT64", "BOOL"],
+)
+def test_buffer_type_not_accepted_for_float_input(capi, ctx, rknn_log, type_, np_type):
+    """Float model inputs take uint8/float16/float32 buffers only (facts §5.3)."""
+    buf = np.ascontiguousarray(default_input().astype(np_type))
+    inp = make_input(buf, type_, rk.RKNN_TENSOR_NHWC)
     assert capi(rk.rknn_inputs_set, ctx, 1, inp) == rk.RKNN_ERR_PARAM_INVALID
     assert len(rknn_log.take("E")) == 1
+    # Nothing was set: a run still finds the input missing.
+    assert capi(rk.rknn_run, ctx, None) == rk.RKNN_ERR_INPUT_INVALID
+
+
+def test_input_count_mismatch_only_warns(capi, ctx, reference, rknn_log):
+    """n_inputs != the model's input count logs a warning, not an error (facts §4.1)."""
+    image = default_input(seed=3)
+    inputs = (rk.rknn_input * 2)()
+    inputs[0] = make_input(image, rk.RKNN_TENSOR_UINT8, rk.RKNN_TENSOR_NHWC)
+    inputs[1] = make_input(image, rk.RKNN_TENSOR_UINT8, rk.RKNN_TENSOR_NHWC)
+    assert capi(rk.rknn_inputs_set, ctx, 2, inputs) == rk.RKNN_SUCC
+    assert len(rknn_log.take("W")) == 1
+    np.testing.assert_allclose(run_get(capi, ctx), reference(image), rtol=RTOL, atol=ATOL)
+    assert rknn_log.take("E") == []
 
 
 @pytest.mark.parametrize(
@@ -280,6 +347,15 @@ def test_too_small_input_buffer(capi, ctx, rknn_log, type_):
     assert (int(match[1]), int(match[2])) == (need - 1, need)
 
 
+def test_zero_size_input_is_param_invalid(capi, ctx, rknn_log):
+    inp = make_input(default_input(), rk.RKNN_TENSOR_UINT8, rk.RKNN_TENSOR_NHWC, size=0)
+    assert capi(rk.rknn_inputs_set, ctx, 1, inp) == rk.RKNN_ERR_PARAM_INVALID
+    errors = rknn_log.take("E")
+    assert len(errors) == 1
+    match = INPUT_SIZE_RE.search(errors[0])
+    assert match and (int(match[1]), int(match[2])) == (0, N_ELEMS), errors
+
+
 def test_larger_input_buffer_is_accepted(capi, ctx, reference, rknn_log):
     image = float_image(seed=4)
     big = np.full(N_ELEMS + 1000, np.nan, np.float32)  # the tail must be ignored
@@ -297,16 +373,16 @@ def test_pass_through_native_nhwc_equals_normal_path(capi, ctx, reference):
     native = np.zeros((1, 64, w_stride, 3), np.float32)
     native[:, :, :64, :] = reference.normalise_nhwc(image).transpose(0, 2, 3, 1)
     # With pass_through=1 the type and fmt fields are ignored (facts §5.3).
-    got = set_run_get(capi, ctx, native, rk.RKNN_TENSOR_INT8, rk.RKNN_TENSOR_NCHW,
-                      pass_through=1)  # fmt: skip
+    got = set_run_get(capi, ctx, native, rk.RKNN_TENSOR_INT8, rk.RKNN_TENSOR_NCHW, pass_through=1)
     np.testing.assert_allclose(got, normal, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(got, reference(image), rtol=RTOL, atol=ATOL)
 
 
 def test_pass_through_too_small_is_param_invalid(capi, ctx, rknn_log):
     native = np.zeros((1, 64, 64, 3), np.float32)
-    inp = make_input(native, rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NHWC, pass_through=1,
-                     size=native.nbytes - 4)  # fmt: skip
+    inp = make_input(
+        native, rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NHWC, pass_through=1, size=native.nbytes - 4
+    )
     assert capi(rk.rknn_inputs_set, ctx, 1, inp) == rk.RKNN_ERR_PARAM_INVALID
     errors = rknn_log.take("E")
     assert len(errors) == 1 and INPUT_SIZE_RE.search(errors[0]), errors
@@ -318,10 +394,12 @@ def _small_conv_model(width: int) -> onnx.ModelProto:
     b = numpy_helper.from_array(rng.randn(4).astype(np.float32), "b")
     node = helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], pads=[1] * 4)
     graph = helper.make_graph(
-        [node], "small_conv",
+        [node],
+        "small_conv",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, width])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, width])], [w, b],
-    )  # fmt: skip
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, width])],
+        [w, b],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     return model
@@ -332,8 +410,7 @@ def test_pass_through_with_w_stride_padding(capi, convert, make_ctx, platform, w
     """Width 20: native rows are padded to 16 pixels (rk3588) or 8 pixels (rk3566)."""
     mean, std = [1.0, 2.0, 3.0], [2.0, 4.0, 8.0]
     onnx_model = _small_conv_model(20)
-    model = convert(onnx_model, target_platform=platform, mean_values=[mean],
-                    std_values=[std])  # fmt: skip
+    model = convert(onnx_model, target_platform=platform, mean_values=[mean], std_values=[std])
     ctx = make_ctx(model)
     native_attr = query_attr(capi, ctx, rk.RKNN_QUERY_NATIVE_INPUT_ATTR)
     assert native_attr.fmt == rk.RKNN_TENSOR_NHWC
@@ -365,8 +442,9 @@ def test_pass_through_with_w_stride_padding(capi, convert, make_ctx, platform, w
     passed = go(native, 1)
     import onnxruntime as ort
 
-    session = ort.InferenceSession(onnx_model.SerializeToString(),
-                                   providers=["CPUExecutionProvider"])  # fmt: skip
+    session = ort.InferenceSession(
+        onnx_model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
     expected = session.run(None, {"x": np.ascontiguousarray(normalised.transpose(0, 3, 1, 2))})[0]
     np.testing.assert_allclose(normal, expected, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(passed, expected, rtol=RTOL, atol=ATOL)
@@ -518,12 +596,22 @@ def test_arrays_of_structs_as_python_lists(capi, ctx, reference):
     out = rk.rknn_output()
     out.want_float = 1
     assert capi(rk.rknn_outputs_get, ctx, 1, [out], None) == 0
-    np.testing.assert_allclose(read_f32(out.buf, out.size).reshape(1, 10), reference(image),
-                               rtol=RTOL, atol=ATOL)  # fmt: skip
+    np.testing.assert_allclose(
+        read_f32(out.buf, out.size).reshape(1, 10), reference(image), rtol=RTOL, atol=ATOL
+    )
     assert capi(rk.rknn_outputs_release, ctx, 1, [out]) == 0
 
 
-MODEL_FORMS = ["bytes", "bytearray", "numpy", "address", "c_void_p", "path_str", "path_obj"]
+MODEL_FORMS = [
+    "bytes",
+    "bytearray",
+    "memoryview",
+    "numpy",
+    "address",
+    "c_void_p",
+    "path_str",
+    "path_obj",
+]
 
 
 @pytest.mark.parametrize("form", MODEL_FORMS)
@@ -534,6 +622,8 @@ def test_model_forms(capi, default_model_bytes, reference, tmp_path, form):
         model, size = data, len(data)
     elif form == "bytearray":
         model, size = bytearray(data), len(data)
+    elif form == "memoryview":
+        model, size = memoryview(data), len(data)
     elif form == "numpy":
         model, size = np.frombuffer(data, np.uint8).copy(), len(data)
     elif form in ("address", "c_void_p"):
@@ -615,4 +705,3 @@ def test_dup_context_does_not_inherit_inputs(capi, ctx):
         assert capi(rk.rknn_run, dup, None) == rk.RKNN_ERR_INPUT_INVALID
     finally:
         assert capi(rk.rknn_destroy, dup) == 0
-
