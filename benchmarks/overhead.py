@@ -5,9 +5,15 @@ For each "light" model in the onnx package's backend test data, convert it with
 (rknn_inputs_set FLOAT32 NCHW + rknn_run + rknn_outputs_get(want_float=1) +
 rknn_outputs_release) against ``onnxruntime.InferenceSession(original.onnx).run``. The two are
 timed alternately, iteration by iteration (in ABBA order), so that machine noise hits both
-alike. A one-op model then measures the fixed per-inference overhead and where it goes.
+alike; each timed call follows an untimed one of the same runtime (see `interleave`). A one-op
+model then measures the fixed per-inference overhead and where it goes.
 
     python benchmarks/overhead.py [--repeat N] [--models a,b] [--quick] [--threads N]
+                                  [--no-settle] [--no-one-op]
+
+--threads N sets onnxruntime's intra_op_num_threads and RKNNRT_NUM_THREADS (read at rknn_init)
+alike; by default both use onnxruntime's default. --quick skips vgg19, alexnet and zfnet512
+(vgg19 alone takes ~20 s and ~2 GB to convert).
 
 Targets: rknnrt/ORT median ratio <= 1.10 per model; fixed overhead <= 50 us per inference.
 """
@@ -177,13 +183,24 @@ class Timing:
         return ratios[lo], ratios[hi]
 
 
-def interleave(ort_call: Callable[[], object], rk_call: Callable[[], None], n: int) -> Timing:
-    """n timed calls of each, alternating A/B and which goes first (ABBA ...)."""
+def interleave(
+    ort_call: Callable[[], object], rk_call: Callable[[], None], n: int, settle: bool = True
+) -> Timing:
+    """n timed calls of each, alternating A/B and which goes first (ABBA ...).
+
+    With `settle`, each timed call follows an untimed call of the same runtime. Each runtime
+    has its own onnxruntime thread pool whose workers spin for a while after a run; on a
+    machine with fewer cores than the two pools have threads, a call right after the *other*
+    runtime's call shares the cores with those spinning workers and runs up to ~2x slower,
+    which splits the samples into two modes and makes their medians meaningless.
+    """
     clock = time.perf_counter_ns
     timing = Timing()
     for i in range(n):
         order = ((ort_call, timing.ort_ns), (rk_call, timing.rk_ns))
         for call, sink in order if i % 2 == 0 else order[::-1]:
+            if settle:
+                call()
             t0 = clock()
             call()
             sink.append(clock() - t0)
@@ -211,7 +228,7 @@ class Row:
         return self.rk_ms / self.ort_ms
 
 
-def bench_model(rk, name: str, threads: int | None, forced_repeat: int | None) -> Row:
+def bench_model(rk, name: str, threads: int | None, forced_repeat: int | None, settle: bool) -> Row:
     path = light_dir() / f"{name}.onnx"
     proto = onnx.load(str(path))
     rng = np.random.default_rng(0)
@@ -242,10 +259,10 @@ def bench_model(rk, name: str, threads: int | None, forced_repeat: int | None) -
             return session.run(None, feed)
 
         # warm-up (the first runs allocate arenas), then one timing to size the repeats
-        warm = interleave(ort_call, runner.infer, 3)
+        warm = interleave(ort_call, runner.infer, 3, settle)
         first_s = max(statistics.median(warm.ort_ns), statistics.median(warm.rk_ns)) / 1e9
         repeat = pick_repeat(first_s, forced_repeat)
-        timing = interleave(ort_call, runner.infer, repeat)
+        timing = interleave(ort_call, runner.infer, repeat, settle)
     finally:
         runner.destroy()
     return Row(
@@ -278,7 +295,7 @@ class OneOp:
 STEPS = ("rknn_inputs_set", "rknn_run", "rknn_outputs_get", "rknn_outputs_release")
 
 
-def bench_one_op(rk, threads: int | None, repeat: int = ONE_OP_REPEAT) -> OneOp:
+def bench_one_op(rk, threads: int | None, settle: bool, repeat: int = ONE_OP_REPEAT) -> OneOp:
     model = one_op_model()
     blob = convert(model)
     x = np.random.default_rng(0).random((1, 3, 8, 8), dtype=np.float32)
@@ -299,10 +316,12 @@ def bench_one_op(rk, threads: int | None, repeat: int = ONE_OP_REPEAT) -> OneOp:
         def rk_steps() -> None:
             runner.infer_steps(stamps)
 
-        interleave(ort_call, runner.infer, ONE_OP_WARMUP)
-        timing = interleave(ort_call, runner.infer, repeat)
-        # the breakdown in a second pass, so that its clock calls do not count in the total
-        interleave(ort_call, rk_steps, repeat)
+        interleave(ort_call, rk_steps, ONE_OP_WARMUP, settle)
+        stamps.clear()
+        # one pass for total and breakdown (the 5 clock reads add well under 1 us)
+        timing = interleave(ort_call, rk_steps, repeat, settle)
+        if settle:  # keep only the timed calls' stamps, not the settling calls'
+            stamps = stamps[1::2]
     finally:
         runner.destroy()
     steps = {
@@ -348,14 +367,14 @@ def print_table(rows: list[Row]) -> None:
 
 
 def print_one_op(res: OneOp) -> None:
-    print(f"one-op model (Relu on float32 [1,3,8,8]), {res.repeat} interleaved calls each:")
+    print(f"one-op model (Relu on float32 [1,3,8,8]), {res.repeat} interleaved timed calls each:")
     print(f"  ORT median          {res.ort_us:9.1f} us")
     print(f"  rknnrt median       {res.rk_us:9.1f} us")
     print(
         f"  overhead (rk - ORT) {res.diff_us:9.1f} us   target <= {OVERHEAD_TARGET_US:.0f} us: "
         f"{verdict(res.diff_us, OVERHEAD_TARGET_US)}"
     )
-    print("  rknnrt per-call medians (second pass, same interleaving):")
+    print("  rknnrt per-call medians:")
     for step, us in res.steps_us.items():
         print(f"    {step:<22} {us:8.1f} us")
     print(f"    {'sum':<22} {sum(res.steps_us.values()):8.1f} us")
@@ -374,6 +393,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="skip vgg19, alexnet, zfnet512")
     parser.add_argument(
         "--threads", type=int, help="ORT intra_op_num_threads and RKNNRT_NUM_THREADS"
+    )
+    parser.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="time every call, not only those that follow an untimed call of the same runtime",
     )
     parser.add_argument("--no-one-op", action="store_true", help="skip the one-op model")
     args = parser.parse_args(argv)
@@ -401,6 +425,9 @@ def select_models(args: argparse.Namespace) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    inherited = os.environ.get("RKNNRT_NUM_THREADS", "")
+    if args.threads is None and inherited.isdigit() and int(inherited) > 0:
+        args.threads = int(inherited)  # give onnxruntime the same setting rknnrt will read
     if args.threads is not None:
         os.environ["RKNNRT_NUM_THREADS"] = str(args.threads)  # read at rknn_init
     import rknnrt as rk
@@ -410,13 +437,15 @@ def main(argv: list[str] | None = None) -> int:
     threads = args.threads if args.threads is not None else "default"
     print(
         f"rknnrt {rk.__version__}, onnxruntime {ort.__version__}, numpy {np.__version__}, "
-        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, threads: {threads}",
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, threads: {threads}, "
+        f"settle: {'off' if args.no_settle else 'on'}, load average "
+        f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}",
         flush=True,
     )
     rows = []
     for name in names:
         print(f"  {name} ...", end="", flush=True)
-        row = bench_model(rk, name, args.threads, args.repeat)
+        row = bench_model(rk, name, args.threads, args.repeat, not args.no_settle)
         gc.collect()  # the converted weights of the last model (vgg19: ~2 GB)
         print(f" {row.ratio:.3f}", flush=True)
         rows.append(row)
@@ -424,8 +453,9 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows)
     if not args.no_one_op:
         print()
-        print_one_op(bench_one_op(rk, args.threads))
-    print(f"\ntotal time {time.perf_counter() - start:.1f} s")
+        print_one_op(bench_one_op(rk, args.threads, not args.no_settle))
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    print(f"\ntotal time {time.perf_counter() - start:.1f} s; load average now {load}")
     return 0
 
 

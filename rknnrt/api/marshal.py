@@ -56,6 +56,8 @@ def c_api(func: Callable[..., None]) -> Callable[..., int]:
 
 def context_handle(ctx: Any) -> int:
     """An rknn_context passed by value: an rknn_context, a plain int or None (0)."""
+    if type(ctx) is int:
+        return ctx
     if ctx is None:
         return 0
     if isinstance(ctx, ctypes._SimpleCData):
@@ -105,6 +107,8 @@ def struct_at(arg: Any, ctype: type[T], what: str, size: int | None = None) -> T
 
 def array_at(arg: Any, ctype: type[T], count: int, what: str) -> Sequence[T]:
     """`count` consecutive `ctype` structures (a ctypes array, a list of structs or a pointer)."""
+    if isinstance(arg, ctypes.Array) and arg._type_ is ctype and len(arg) >= count:
+        return arg  # the common case, kept cheap: the caller's own array
     if isinstance(arg, (list, tuple)):
         if len(arg) < count or not all(isinstance(x, ctype) for x in arg[:count]):
             raise RknnError(PARAM_INVALID, f"{what}: expected {count} {ctype.__name__} structs")
@@ -120,11 +124,26 @@ def array_at(arg: Any, ctype: type[T], count: int, what: str) -> Sequence[T]:
     return (ctype * count).from_address(address)
 
 
+_views: dict[tuple[int, int], np.ndarray] = {}
+_VIEWS_KEPT = 256
+
+
 def bytes_at(address: int | None, size: int, what: str) -> np.ndarray:
-    """A writable uint8 view of `size` bytes of caller memory at `address`."""
+    """A writable uint8 view of `size` bytes of caller memory at `address`.
+
+    Views are cached by (address, size): applications pass the same buffers every frame, and a
+    view owns nothing, so reusing one is the same as making it again.
+    """
+    view = _views.get((address, size))  # type: ignore[arg-type]
+    if view is not None:
+        return view
     if not address:
         raise RknnError(PARAM_INVALID, f"{what} is NULL")
-    return np.frombuffer((ctypes.c_char * size).from_address(address), np.uint8)
+    if len(_views) >= _VIEWS_KEPT:
+        _views.clear()
+    view = np.frombuffer((ctypes.c_char * size).from_address(address), np.uint8)
+    _views[(address, size)] = view
+    return view
 
 
 def model_bytes(model: Any, size: int) -> memoryview | str | os.PathLike:

@@ -91,8 +91,11 @@ def rknn_dup_context(context_in: Any, context_out: Any) -> None:
     """A second context on the same model that shares its weights and program."""
     src = _ctx(struct_at(context_in, rknn_context, "context_in").value)
     out = struct_at(context_out, rknn_context, "context_out")
-    with src.busy("rknn_dup_context"):
+    src.enter("rknn_dup_context")
+    try:
         out.value = registry.add(src.dup())
+    finally:
+        src.leave()
 
 
 def _query_attr(is_input: bool, native: bool = False, nhwc: bool = False) -> Callable[..., None]:
@@ -164,15 +167,19 @@ def rknn_query(context: Any, cmd: int, info: Any, size: int) -> None:
             f"{name}: size {size} < sizeof({result_type.__name__}) = {ctypes.sizeof(result_type)}",
         )
     target = struct_at(info, result_type, "info", int(size))
-    with ctx.busy("rknn_query"):
+    ctx.enter("rknn_query")
+    try:
         fill(ctx, target)
+    finally:
+        ctx.leave()
 
 
 @c_api
 def rknn_inputs_set(context: Any, n_inputs: int, inputs: Any) -> None:
     """Convert and copy each input (type, fmt, pass_through as facts §5.3) into the context."""
     ctx = _ctx(context)
-    ctx.require("rknn_inputs_set")
+    if not ctx.general_api:
+        ctx.require("rknn_inputs_set")
     if int(n_inputs) <= 0:
         raise RknnError(PARAM_INVALID, f"n_inputs {n_inputs} must be > 0")
     items = []
@@ -183,8 +190,11 @@ def rknn_inputs_set(context: Any, n_inputs: int, inputs: Any) -> None:
         fmt = "" if pass_through else format_name(inp.fmt, what)
         items.append((inp.index, bytes_at(inp.buf, inp.size, f"{what}.buf"), dtype, fmt,
                       pass_through))  # fmt: skip
-    with ctx.busy("rknn_inputs_set"):
+    ctx.enter("rknn_inputs_set")
+    try:
         ctx.inputs_set(items)
+    finally:
+        ctx.leave()
 
 
 @c_api
@@ -192,8 +202,11 @@ def rknn_run(context: Any, extend: Any) -> None:
     """Run one inference synchronously; `extend` may be None, else frame_id is written."""
     ctx = _ctx(context)
     ext = None if extend is None else struct_at(extend, rknn_run_extend, "extend")
-    with ctx.busy("rknn_run"):
+    ctx.enter("rknn_run")
+    try:
         frame_id = ctx.run()
+    finally:
+        ctx.leave()
     if ext is not None:
         ext.frame_id = frame_id
 
@@ -202,7 +215,8 @@ def rknn_run(context: Any, extend: Any) -> None:
 def rknn_outputs_get(context: Any, n_outputs: int, outputs: Any, extend: Any) -> None:
     """Fill each rknn_output: float32 when want_float, else the model's output dtype."""
     ctx = _ctx(context)
-    ctx.require("rknn_outputs_get")
+    if not ctx.general_api:
+        ctx.require("rknn_outputs_get")
     if int(n_outputs) <= 0:
         raise RknnError(PARAM_INVALID, f"n_outputs {n_outputs} must be > 0")
     outs = array_at(outputs, rknn_output, int(n_outputs), "outputs")
@@ -215,11 +229,14 @@ def rknn_outputs_get(context: Any, n_outputs: int, outputs: Any, extend: Any) ->
         )
         for i, o in enumerate(outs)
     ]
-    with ctx.busy("rknn_outputs_get"):
+    ctx.enter("rknn_outputs_get")
+    try:
         arrays, frame_id = ctx.outputs_get(requests)
-    for i, (o, array) in enumerate(zip(outs, arrays)):
+    finally:
+        ctx.leave()
+    for i, (o, (array, address)) in enumerate(zip(outs, arrays)):
         o.index = i
-        o.buf = array.ctypes.data
+        o.buf = address
         o.size = array.nbytes
     if ext is not None:
         ext.frame_id = frame_id
@@ -229,25 +246,35 @@ def rknn_outputs_get(context: Any, n_outputs: int, outputs: Any, extend: Any) ->
 def rknn_outputs_release(context: Any, n_ouputs: int, outputs: Any) -> None:
     """Free the runtime-allocated buffers (is_prealloc=0); the array itself stays the caller's."""
     ctx = _ctx(context)
-    ctx.require("rknn_outputs_release")
+    if not ctx.general_api:
+        ctx.require("rknn_outputs_release")
     if int(n_ouputs) <= 0:
         return
     outs = array_at(outputs, rknn_output, int(n_ouputs), "outputs")
-    with ctx.busy("rknn_outputs_release"):
+    ctx.enter("rknn_outputs_release")
+    try:
         ctx.outputs_release([o.buf for o in outs if not o.is_prealloc and o.buf])
+    finally:
+        ctx.leave()
 
 
 @c_api
 def rknn_set_core_mask(context: Any, core_mask: int) -> None:
     """Choose the NPU cores (RK3576/RK3588 only)."""
     ctx = _ctx(context)
-    with ctx.busy("rknn_set_core_mask"):
+    ctx.enter("rknn_set_core_mask")
+    try:
         ctx.set_core_mask(int(core_mask))
+    finally:
+        ctx.leave()
 
 
 @c_api
 def rknn_set_batch_core_num(context: Any, core_num: int) -> None:
     """Cores used by a multi-batch model (RK3576/RK3588 only)."""
     ctx = _ctx(context)
-    with ctx.busy("rknn_set_batch_core_num"):
+    ctx.enter("rknn_set_batch_core_num")
+    try:
         ctx.set_batch_core_num(int(core_num))
+    finally:
+        ctx.leave()

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +24,7 @@ from .errors import (
     PARAM_INVALID,
     RknnError,
 )  # fmt: skip
-from .executor import Program
+from .executor import Binding, Program, address_of
 from .io import InputPlan, OutputPlan
 from .version import API_VERSION, DRIVER_VERSION
 
@@ -91,18 +89,21 @@ class Context:
         self.batch_core_num = 1
         self._busy = threading.Lock()
         self._feed_arrays = [plan.new_buffer() for plan in model.inputs]
-        self._feed = {p.spec.name: a for p, a in zip(model.inputs, self._feed_arrays)}
+        self._binding = Binding(model.program, self._feed_arrays, model.meta.outputs)
         self._inputs_ready = [False] * len(model.inputs)
-        self._results: list[np.ndarray] | None = None
+        self._has_results = False
         self._handed_out: dict[int, np.ndarray] = {}
         self.frame_id = 0
         self.last_run_us = 0
         self.destroyed = False
+        # Read once, as the vendor reads RKNN_LOG_LEVEL at init: the run path stays cheap.
+        self._log_timing = log.level() >= log.TIMING
+        self.general_api = self.platform.supports("rknn_inputs_set")
 
     # -- state ------------------------------------------------------------------------------
-    @contextmanager
-    def busy(self, call: str) -> Iterator[None]:
-        """Refuse a second thread instead of letting two calls corrupt one context."""
+    def enter(self, call: str) -> None:
+        """Start a call; refuse a second thread instead of letting two calls corrupt one context.
+        Every successful enter() is paired with leave() (a plain lock: this is the hot path)."""
         if self.destroyed:
             raise RknnError(CTX_INVALID, f"{call}: context has been destroyed")
         if not self._busy.acquire(blocking=False):
@@ -111,10 +112,9 @@ class Context:
                 f"{call}: this context is in use by another thread; give each thread its own "
                 "context (rknn_dup_context)",
             )
-        try:
-            yield
-        finally:
-            self._busy.release()
+
+    def leave(self) -> None:
+        self._busy.release()
 
     def require(self, call: str) -> None:
         if not self.platform.supports(call):
@@ -188,22 +188,33 @@ class Context:
             raise RknnError(
                 FAIL, "rknn_run: context was created with RKNN_FLAG_COLLECT_MODEL_INFO_ONLY"
             )
-        missing = [p.spec.name for p, ok in zip(self.model.inputs, self._inputs_ready) if not ok]
-        if missing:
+        if not all(self._inputs_ready):
+            missing = [
+                p.spec.name for p, ok in zip(self.model.inputs, self._inputs_ready) if not ok
+            ]
             raise RknnError(
                 INPUT_INVALID,
                 f"rknn_run: input(s) {', '.join(missing)} not set; call rknn_inputs_set first",
             )
+        binding = self._binding
+        for index, address in enumerate(binding.addresses):
+            if address in self._handed_out:  # the caller still holds last run's buffer
+                binding.replace_output(index)
         start = time.perf_counter()
-        self._results = self.model.program.run(self._feed)
+        binding.run()
+        self._has_results = True
         self.last_run_us = int((time.perf_counter() - start) * 1e6)
         self.frame_id += 1
-        log.timing(f"rknn_run: {self.last_run_us} us")
+        if self._log_timing:
+            log.timing(f"rknn_run: {self.last_run_us} us")
         return self.frame_id
 
-    def outputs_get(self, requests: list[OutputRequest]) -> tuple[list[np.ndarray], int]:
-        """The arrays handed to the caller (views of its own buffer when preallocated)."""
-        if self._results is None:
+    def outputs_get(
+        self, requests: list[OutputRequest]
+    ) -> tuple[list[tuple[np.ndarray, int]], int]:
+        """(array, address) handed to the caller per output (a view of its own buffer when
+        preallocated), and the frame id."""
+        if not self._has_results:
             raise RknnError(OUTPUT_INVALID, "rknn_outputs_get: no finished run; call rknn_run")
         count = len(self.model.outputs)
         if len(requests) > count:
@@ -211,7 +222,10 @@ class Context:
                 PARAM_INVALID, f"rknn_outputs_get: n_outputs {len(requests)} > model's {count}"
             )
         handed = []
-        for plan, req, result in zip(self.model.outputs, requests, self._results):
+        binding = self._binding
+        for plan, req, result, result_address in zip(
+            self.model.outputs, requests, binding.outputs, binding.addresses
+        ):
             data = plan.convert(result, req.want_float)
             if req.is_prealloc:
                 need = data.nbytes
@@ -224,12 +238,14 @@ class Context:
                     )
                 target = req.buffer[:need].view(data.dtype).reshape(data.shape)
                 np.copyto(target, data)
-                handed.append(target)
+                handed.append((target, address_of(target)))
             else:
-                if data.ctypes.data in self._handed_out:  # each get owns its buffer until release
+                address = result_address if data is result else address_of(data)
+                if address in self._handed_out:  # each get owns its buffer until release
                     data = data.copy()
-                self._handed_out[data.ctypes.data] = data
-                handed.append(data)
+                    address = address_of(data)
+                self._handed_out[address] = data
+                handed.append((data, address))
         return handed, self.frame_id
 
     def outputs_release(self, addresses: list[int]) -> None:
@@ -264,4 +280,4 @@ class Context:
     def destroy(self) -> None:
         self.destroyed = True
         self._handed_out.clear()
-        self._results = None
+        self._has_results = False

@@ -29,8 +29,15 @@ _ALLOWED_SOURCES = {
 }
 
 
+_NP_DTYPES = {
+    name: np.dtype(np.bool_) if name == "bool" else np.dtype(name)
+    for name in ("float32", "float16", "int8", "uint8", "int16", "uint16", "int32", "uint32",
+                 "int64", "bool")
+}  # fmt: skip
+
+
 def _np_dtype(name: str) -> np.dtype:
-    return np.dtype(np.bool_) if name == "bool" else np.dtype(name)
+    return _NP_DTYPES.get(name) or np.dtype(name)
 
 
 class InputPlan:
@@ -69,14 +76,15 @@ class InputPlan:
                 f"input {self.index} ({self.spec.name}): buffer type {src_dtype} is not accepted "
                 f"for a {self.spec.dtype} model input; use one of {', '.join(self.allowed)}",
             )
-        need = self.n_elems * _np_dtype(src_dtype).itemsize
+        src = _NP_DTYPES[src_dtype]
+        need = self.n_elems * src.itemsize
         if raw.size < need:
             raise RknnError(
                 PARAM_INVALID,
                 f"rknn_inputs_set, param input size({raw.size}) < model input size({need}): "
                 f"input {self.index} needs n_elems {self.n_elems} x sizeof({src_dtype})",
             )
-        data = raw[:need].view(_np_dtype(src_dtype))
+        data = raw[:need].view(src)
         if self.is_4d and src_fmt == "NHWC":
             n, c, h, w = self.shape
             data = layouts.nhwc_to_nchw(data.reshape(n, h, w, c))
