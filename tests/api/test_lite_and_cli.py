@@ -74,9 +74,7 @@ def test_cli_run_default_model(capsys) -> None:
     rknn.load_onnx(default_model())
     rknn.build()
     lite_model = rknn.model_bytes()
-    import rknnrt.lite as lite_module
-
-    lite = lite_module.RKNNLite()
+    lite = RKNNLite()
     lite._model = lite_model
     assert lite.init_runtime() == 0
     (expected,) = lite.inference([default_input()])
@@ -91,8 +89,8 @@ def test_cli_convert_info_run_bench(tmp_path, capsys, default_onnx) -> None:
     onnx_path = tmp_path / "m.onnx"
     onnx.save(default_onnx, onnx_path)
     out_path = tmp_path / "m.rknnrt"
-    assert cli.main(["convert", str(onnx_path), "-o", str(out_path), "--target", "rk3566",
-                     "--mean", "1,2,3", "--std", "4,5,6", "--custom-string", "BGR"]) == 0  # fmt: skip
+    args = ["-o", str(out_path), "--target", "rk3566", "--mean", "1,2,3", "--std", "4,5,6"]
+    assert cli.main(["convert", str(onnx_path), *args, "--custom-string", "BGR"]) == 0
     assert out_path.exists()
     capsys.readouterr()
     assert cli.main(["info", str(out_path)]) == 0
