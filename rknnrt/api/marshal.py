@@ -54,6 +54,29 @@ def c_api(func: Callable[..., None]) -> Callable[..., int]:
     return wrapper
 
 
+def c_api_pointer(result_type: type) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Like c_api for functions that return a pointer in C: a failure returns a NULL
+    `POINTER(result_type)` (falsy) after one `E RKNN:` line."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        name = func.__name__
+
+        @functools.wraps(func)
+        def wrapper(*args: Any) -> Any:
+            try:
+                return func(*args)
+            except RknnError as exc:
+                message = exc.message if exc.message.startswith(name) else f"{name}: {exc.message}"
+                log.error(message)
+            except Exception as exc:  # the boundary: never let a Python exception through
+                log.error(f"{name}: internal error: {type(exc).__name__}: {exc}")
+            return ctypes.POINTER(result_type)()
+
+        return wrapper
+
+    return decorate
+
+
 def context_handle(ctx: Any) -> int:
     """An rknn_context passed by value: an rknn_context, a plain int or None (0)."""
     if type(ctx) is int:

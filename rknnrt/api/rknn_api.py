@@ -13,9 +13,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..core import registry
-from ..core.context import Context, Model, OutputRequest
-from ..core.errors import FAIL, PARAM_INVALID, RknnError
+from ..core import context as core_context
+from ..core import log, registry
+from ..core.context import Context, OutputRequest
+from ..core.errors import CTX_INVALID, FAIL, PARAM_INVALID, RknnError
+from . import memory_api
 from .marshal import (
     array_at,
     bytes_at,
@@ -33,24 +35,34 @@ from .structs import (
     rknn_mem_size,
     rknn_output,
     rknn_output_extend,
+    rknn_perf_detail,
     rknn_perf_run,
     rknn_run_extend,
     rknn_sdk_version,
     rknn_tensor_attr,
+    rknn_tensor_mem,
 )  # fmt: skip
 from .translate import QUERY_NAMES, fill_attr, format_name, init_flags, type_name
 
 __all__ = [
     "rknn_init", "rknn_destroy", "rknn_query", "rknn_inputs_set", "rknn_run", "rknn_outputs_get",
     "rknn_outputs_release", "rknn_dup_context", "rknn_set_core_mask", "rknn_set_batch_core_num",
+    "rknn_set_io_mem", "rknn_set_weight_mem", "rknn_set_internal_mem",
 ]  # fmt: skip
 
 
 def _ctx(context: Any) -> Context:
-    return registry.get(context_handle(context))
+    ctx = registry.get(context_handle(context))
+    if not isinstance(ctx, Context):
+        raise RknnError(CTX_INVALID, "this call needs an rknn_context, not an rknn_matmul_ctx")
+    return ctx
 
 
 def _read_model(model: Any, size: int, extend: rknn_init_extend | None) -> memoryview:
+    if extend is not None and not model and extend.model_buffer_fd > 0:
+        # MODEL_BUFFER_ZERO_COPY given only the descriptor of an rknn_create_mem buffer.
+        return memory_api.model_view(extend.model_buffer_fd, extend.real_model_offset,
+                                     extend.real_model_size or size)  # fmt: skip
     source = model_bytes(model, size)
     if not isinstance(source, (str, os.PathLike)):
         return source
@@ -76,14 +88,31 @@ def rknn_init(context: Any, model: Any, size: int, flag: int, extend: Any) -> No
     out = struct_at(context, rknn_context, "context")
     ext = None if extend is None else struct_at(extend, rknn_init_extend, "extend")
     flags, priority = init_flags(int(flag))
-    ctx = Context(Model(_read_model(model, int(size), ext)), flags, priority)
-    out.value = registry.add(ctx)
+    if "RKNN_FLAG_MODEL_BUFFER_ZERO_COPY" in flags and ext is None:
+        raise RknnError(PARAM_INVALID, "RKNN_FLAG_MODEL_BUFFER_ZERO_COPY needs extend")
+    donor = None
+    if "RKNN_FLAG_SHARE_WEIGHT_MEM" in flags:
+        if ext is None or not ext.ctx:
+            raise RknnError(PARAM_INVALID, "RKNN_FLAG_SHARE_WEIGHT_MEM needs extend->ctx")
+        donor = _ctx(ext.ctx)
+    ctx = core_context.create(_read_model(model, int(size), ext), flags, priority, donor)
+    ctx.handle = out.value = registry.add(ctx)
 
 
 @c_api
 def rknn_destroy(context: Any) -> None:
-    """Free the context; runtime-allocated output buffers it handed out become invalid."""
-    registry.remove(context_handle(context)).destroy()
+    """Free the context; runtime-allocated output buffers it handed out become invalid, and
+    memory made on it with rknn_create_mem and not destroyed is freed (with a warning)."""
+    handle = context_handle(context)
+    ctx = _ctx(handle)
+    registry.remove(handle)
+    ctx.destroy()
+    leaked = memory_api.release_owned(handle)
+    if leaked:
+        log.warning(
+            f"rknn_destroy: {leaked} rknn_tensor_mem made on this context were not destroyed "
+            "with rknn_destroy_mem; freed now"
+        )
 
 
 @c_api
@@ -93,7 +122,8 @@ def rknn_dup_context(context_in: Any, context_out: Any) -> None:
     out = struct_at(context_out, rknn_context, "context_out")
     src.enter("rknn_dup_context")
     try:
-        out.value = registry.add(src.dup())
+        dup = src.dup()
+        dup.handle = out.value = registry.add(dup)
     finally:
         src.leave()
 
@@ -130,6 +160,20 @@ def _query_perf_run(ctx: Context, info: rknn_perf_run) -> None:
     info.run_duration = ctx.perf_run()
 
 
+def _query_perf_detail(ctx: Context, info: rknn_perf_detail) -> None:
+    text = ctx.perf_detail().encode()
+    info.perf_data = text  # the struct keeps the bytes alive: the runtime owns perf_data
+    info.data_len = len(text)
+
+
+def _query_device_mem_info(ctx: Context, info: rknn_tensor_mem) -> None:
+    buffer = ctx.device_mem_info()
+    if buffer is None:
+        raise RknnError(FAIL, "RKNN_QUERY_DEVICE_MEM_INFO: the runtime allocated no model buffer")
+    info.virt_addr, info.phys_addr, info.fd = buffer.address, buffer.phys, buffer.fd
+    info.offset, info.size, info.flags = 0, buffer.size, 1  # RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
+
+
 _QUERIES: dict[str, tuple[type[ctypes.Structure], Callable[[Context, Any], None]]] = {
     "RKNN_QUERY_IN_OUT_NUM": (rknn_input_output_num, _query_io_num),
     "RKNN_QUERY_INPUT_ATTR": (rknn_tensor_attr, _query_attr(True)),
@@ -146,6 +190,8 @@ _QUERIES: dict[str, tuple[type[ctypes.Structure], Callable[[Context, Any], None]
     "RKNN_QUERY_MEM_SIZE": (rknn_mem_size, _query_mem_size),
     "RKNN_QUERY_CUSTOM_STRING": (rknn_custom_string, _query_custom_string),
     "RKNN_QUERY_PERF_RUN": (rknn_perf_run, _query_perf_run),
+    "RKNN_QUERY_PERF_DETAIL": (rknn_perf_detail, _query_perf_detail),
+    "RKNN_QUERY_DEVICE_MEM_INFO": (rknn_tensor_mem, _query_device_mem_info),
 }
 
 
@@ -276,5 +322,47 @@ def rknn_set_batch_core_num(context: Any, core_num: int) -> None:
     ctx.enter("rknn_set_batch_core_num")
     try:
         ctx.set_batch_core_num(int(core_num))
+    finally:
+        ctx.leave()
+
+
+@c_api
+def rknn_set_io_mem(context: Any, mem: Any, attr: Any) -> None:
+    """Bind `mem` to the input or output named by `attr` (from a query); attr's type, fmt,
+    pass_through and w_stride describe the data in `mem`. The caller keeps `mem` alive."""
+    ctx = _ctx(context)
+    memory = memory_api.lookup(mem)
+    a = struct_at(attr, rknn_tensor_attr, "attr")
+    pass_through = bool(a.pass_through)
+    dtype = type_name(a.type, "attr")
+    fmt = format_name(a.fmt, "attr")
+    ctx.enter("rknn_set_io_mem")
+    try:
+        ctx.set_io_mem(memory, a.name.decode(errors="replace"), dtype, fmt, pass_through,
+                       a.w_stride)  # fmt: skip
+    finally:
+        ctx.leave()
+
+
+@c_api
+def rknn_set_weight_mem(context: Any, mem: Any) -> None:
+    """Weights go into `mem` (RKNN_FLAG_MEM_ALLOC_OUTSIDE); call before rknn_run."""
+    ctx = _ctx(context)
+    memory = memory_api.lookup(mem)
+    ctx.enter("rknn_set_weight_mem")
+    try:
+        ctx.set_weight_mem(memory)
+    finally:
+        ctx.leave()
+
+
+@c_api
+def rknn_set_internal_mem(context: Any, mem: Any) -> None:
+    """Intermediate tensors go into `mem` (MEM_ALLOC_OUTSIDE or INTERNAL_ALLOC_OUTSIDE)."""
+    ctx = _ctx(context)
+    memory = memory_api.lookup(mem)
+    ctx.enter("rknn_set_internal_mem")
+    try:
+        ctx.set_internal_mem(memory)
     finally:
         ctx.leave()

@@ -1,11 +1,15 @@
-"""The runtime core: a loaded Model (shared, immutable) and the Contexts that run it.
+"""The runtime core: a loaded Model and the Contexts that run it.
 
 rknn_init prepares everything (program, conversion plans, buffers) so that rknn_inputs_set,
-rknn_run and rknn_outputs_get only check state and move data.
+rknn_run and rknn_outputs_get only check state and move data. Memory follows the board: the
+context allocates its weight and internal memory (unless the application provides them with
+MEM_ALLOC_OUTSIDE / INTERNAL_ALLOC_OUTSIDE), borrows a donor's weights with SHARE_WEIGHT_MEM,
+or reads them in place from the application's buffer with MODEL_BUFFER_ZERO_COPY.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -14,7 +18,7 @@ import numpy as np
 
 from ..model import container
 from ..model.meta import ModelMeta
-from . import attrs, log, platforms
+from . import attrs, log, platforms, sram
 from .errors import (
     CTX_INVALID,
     FAIL,
@@ -26,13 +30,19 @@ from .errors import (
 )  # fmt: skip
 from .executor import Binding, Program, address_of
 from .io import InputPlan, OutputPlan
+from .memory import Buffer, Memory, warn_stale_input, warn_stale_output
 from .version import API_VERSION, DRIVER_VERSION
 
 PRIORITIES = ("HIGH", "MEDIUM", "LOW")
+_OUTPUT_TYPES = ("float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool")
 
 
 class Model:
-    """Everything read from one model file; shared by a context and its duplicates."""
+    """Everything read from one model file; shared by a context and its duplicates.
+
+    `weights_section` is a view of the caller's model buffer: valid during rknn_init only,
+    except with MODEL_BUFFER_ZERO_COPY, where the application keeps the buffer alive.
+    """
 
     def __init__(self, buf: memoryview) -> None:
         try:
@@ -46,15 +56,8 @@ class Model:
             raise RknnError(
                 MODEL_INVALID, f"unknown target platform '{self.meta.target_platform}'"
             ) from None
-        if self.meta.remove_weight:
-            raise RknnError(
-                MODEL_INVALID,
-                "this model was converted with remove_weight=True and carries no weights; "
-                "initialise it with RKNN_FLAG_SHARE_WEIGHT_MEM and a donor context",
-            )
-        # The context's weight memory: an aligned copy, as the board copies the model.
-        self.weights = np.frombuffer(sections.weights, np.uint8).copy()
-        self.program = Program(self.meta, bytes(sections.graph), self.weights)
+        self.graph = bytes(sections.graph)
+        self.weights_section = sections.weights
         self.inputs = [InputPlan(i, s, self.platform) for i, s in enumerate(self.meta.inputs)]
         self.outputs = [OutputPlan(i, s) for i, s in enumerate(self.meta.outputs)]
         log.info(
@@ -67,6 +70,9 @@ class Model:
             f"framework name: {self.meta.framework}, framework layout: NCHW"
         )
 
+    def program(self, weights: np.ndarray) -> Program:
+        return Program(self.meta, self.graph, weights)
+
 
 @dataclass
 class OutputRequest:
@@ -77,28 +83,185 @@ class OutputRequest:
     buffer: np.ndarray | None  # the caller's bytes (uint8) when is_prealloc
 
 
-class Context:
-    """One rknn_context: a model, its IO buffers, its settings and its run state."""
+@dataclass
+class IoBinding:
+    """A zero-copy binding made by rknn_set_io_mem: memory plus how its data is laid out."""
 
-    def __init__(self, model: Model, flags: frozenset[str], priority: str) -> None:
+    memory: Memory
+    dtype: str
+    fmt: str
+    pass_through: bool = False
+    w_stride: int = 0
+
+
+_raised_priority = False
+
+
+def _raise_process_priority() -> None:
+    """The vendor runtime sets nice -19 on Linux (RT); RKNNRT_KEEP_PRIORITY=1 opts out."""
+    global _raised_priority
+    if _raised_priority or os.environ.get("RKNNRT_KEEP_PRIORITY") == "1":
+        return
+    _raised_priority = True
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, -19)
+    except OSError:  # not permitted: the vendor carries on too
+        pass
+
+
+class Context:
+    """One rknn_context: a model, its memory, its IO, its settings and its run state."""
+
+    def __init__(self, model: Model, flags: frozenset[str], priority: str,
+                 source: Context | None = None) -> None:  # fmt: skip
         self.model = model
         self.platform = model.platform
         self.flags = flags
         self.priority = priority
+        self.handle = 0
         self.core_mask = 0
         self.batch_core_num = 1
         self._busy = threading.Lock()
-        self._feed_arrays = [plan.new_buffer() for plan in model.inputs]
-        self._binding = Binding(model.program, self._feed_arrays, model.meta.outputs)
         self._inputs_ready = [False] * len(model.inputs)
         self._has_results = False
         self._handed_out: dict[int, np.ndarray] = {}
+        self._io: dict[tuple[str, int], IoBinding] = {}
         self.frame_id = 0
         self.last_run_us = 0
         self.destroyed = False
         # Read once, as the vendor reads RKNN_LOG_LEVEL at init: the run path stays cheap.
         self._log_timing = log.level() >= log.TIMING
         self.general_api = self.platform.supports("rknn_inputs_set")
+        self.outside = "RKNN_FLAG_MEM_ALLOC_OUTSIDE" in flags
+        self.info_only = "RKNN_FLAG_COLLECT_MODEL_INFO_ONLY" in flags
+        self._feed_arrays = [plan.new_buffer() for plan in model.inputs]
+        self._binding: Binding | None = None
+        self.program: Program | None = None
+        self.weights: np.ndarray | None = None  # the weights the program reads
+        self._pending_weights: np.ndarray | None = None  # MEM_ALLOC_OUTSIDE, until provided
+        self._weight_buffer: Buffer | None = None
+        self._internal_buffer: Buffer | None = None
+        self.weight_memory: Memory | None = None
+        self.internal_memory: Memory | None = None
+        self.sram_taken = 0
+        if source is not None:  # rknn_dup_context: same weights and program, own IO
+            self.weights, self.program = source.weights, source.program
+            self._make_binding()
+
+    # -- set-up -----------------------------------------------------------------------------
+    def load(self, donor: Context | None) -> None:
+        """rknn_init's memory work, per flags (facts §5.6)."""
+        meta = self.model.meta
+        if "RKNN_FLAG_SHARE_SRAM" in self.flags and "RKNN_FLAG_ENABLE_SRAM" not in self.flags:
+            raise RknnError(
+                PARAM_INVALID, "RKNN_FLAG_SHARE_SRAM requires RKNN_FLAG_ENABLE_SRAM as well"
+            )
+        if "RKNN_FLAG_DISABLE_PROC_HIGH_PRIORITY" not in self.flags:
+            _raise_process_priority()
+        sharing = "RKNN_FLAG_SHARE_WEIGHT_MEM" in self.flags
+        if meta.remove_weight and not sharing:
+            raise RknnError(
+                MODEL_INVALID,
+                "this model was converted with remove_weight=True and carries no weights; "
+                "initialise it with RKNN_FLAG_SHARE_WEIGHT_MEM and extend->ctx = a donor context",
+            )
+        if self.info_only:
+            return
+        if sharing:
+            self._borrow_weights(donor)
+        elif self.outside:
+            self._pending_weights = np.frombuffer(self.model.weights_section, np.uint8).copy()
+        elif "RKNN_FLAG_MODEL_BUFFER_ZERO_COPY" in self.flags:
+            self.weights = np.frombuffer(self.model.weights_section, np.uint8)
+        else:
+            self._weight_buffer = Buffer(meta.memory.weight_size, cacheable=False)
+            np.copyto(self._weight_buffer.cpu, np.frombuffer(self.model.weights_section, np.uint8))
+            self.weights = self._weight_buffer.cpu
+        self.model.weights_section = None  # the caller may free its buffer after init
+        self._reserve_sram()
+        if not self.outside and "RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE" not in self.flags:
+            self._internal_buffer = Buffer(self.internal_dram_size(), cacheable=False)
+        if self.weights is not None:
+            self.program = self.model.program(self.weights)
+            self._make_binding()
+
+    def _borrow_weights(self, donor: Context | None) -> None:
+        if donor is None or donor.destroyed:
+            raise RknnError(
+                PARAM_INVALID,
+                "RKNN_FLAG_SHARE_WEIGHT_MEM needs extend->ctx: a live context of the same model",
+            )
+        if donor.weights is None:
+            raise RknnError(PARAM_INVALID, "the donor context has no weights loaded yet")
+        if donor.model.meta.weights_sha256 != self.model.meta.weights_sha256:
+            raise RknnError(
+                PARAM_INVALID,
+                "the donor context's weights differ from this model's (convert both from the "
+                "same ONNX model; a remove_weight model records the weights it needs)",
+            )
+        self.weights = donor.weights
+
+    def _reserve_sram(self) -> None:
+        if "RKNN_FLAG_ENABLE_SRAM" not in self.flags:
+            return
+        capacity = self.platform.sram_bytes
+        if capacity == 0:
+            log.warning(f"RKNN_FLAG_ENABLE_SRAM: {self.platform.name} has no NPU SRAM; ignored")
+            return
+        wanted = self.model.meta.memory.internal_size
+        if "RKNN_FLAG_SHARE_SRAM" in self.flags:
+            self.sram_taken = 0  # uses the shared region; takes nothing new
+        else:
+            self.sram_taken = sram.reserve(self.platform.name, capacity, wanted)
+        log.info(f"SRAM: {self.sram_taken} bytes of {capacity} taken for intermediate tensors")
+
+    def internal_dram_size(self) -> int:
+        """Internal memory outside SRAM: intermediate tensors are placed in SRAM first."""
+        return max(0, self.model.meta.memory.internal_size - self.sram_taken)
+
+    def _make_binding(self) -> None:
+        assert self.program is not None
+        self._binding = Binding(self.program, self._feed_arrays, self.model.meta.outputs)
+
+    def set_weight_mem(self, memory: Memory) -> None:
+        if not self.outside:
+            raise RknnError(
+                FAIL, "rknn_set_weight_mem needs a context made with RKNN_FLAG_MEM_ALLOC_OUTSIDE"
+            )
+        need = self.model.meta.memory.weight_size
+        if memory.size < need:
+            raise RknnError(
+                PARAM_INVALID,
+                f"weight memory size must be: {need}, but is: {memory.size} "
+                "(allocate RKNN_QUERY_MEM_SIZE total_weight_size bytes)",
+            )
+        if self._pending_weights is None and self.weights is not None:
+            self._pending_weights = self.weights[:need].copy()  # moving to new weight memory
+        assert self._pending_weights is not None
+        # The runtime writes the weights and flushes them to the device.
+        np.copyto(memory.cpu[:need], self._pending_weights)
+        memory.sync_to_device()
+        self._pending_weights = None
+        self.weight_memory = memory
+        self.weights = memory.device[:need]
+        self.program = self.model.program(self.weights)
+        self._make_binding()
+
+    def set_internal_mem(self, memory: Memory) -> None:
+        if not self.outside and "RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE" not in self.flags:
+            raise RknnError(
+                FAIL,
+                "rknn_set_internal_mem needs RKNN_FLAG_MEM_ALLOC_OUTSIDE or "
+                "RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE at rknn_init",
+            )
+        need = self.internal_dram_size()
+        if memory.size < need:
+            raise RknnError(
+                PARAM_INVALID,
+                f"internal memory size must be: {need}, but is: {memory.size} "
+                "(allocate RKNN_QUERY_MEM_SIZE total_internal_size bytes)",
+            )
+        self.internal_memory = memory
 
     # -- state ------------------------------------------------------------------------------
     def enter(self, call: str) -> None:
@@ -150,19 +313,30 @@ class Context:
     def sdk_version(self) -> tuple[str, str]:
         return API_VERSION, DRIVER_VERSION
 
+    def dma_allocated(self) -> int:
+        """Bytes this context itself allocated: weights, internal memory and IO buffers."""
+        total = sum(b.size for b in (self._weight_buffer, self._internal_buffer) if b)
+        if not self.info_only:
+            total += sum(a.nbytes for a in self._feed_arrays)
+            if self._binding is not None:
+                total += sum(a.nbytes for a in self._binding.outputs)
+        return total
+
     def mem_size(self) -> dict[str, int]:
         plan = self.model.meta.memory
-        io_bytes = sum(p.native.size_with_stride for p in self.model.inputs) + sum(
-            attrs.native_output_attr(p.index, p.spec, self.platform, False).size
-            for p in self.model.outputs
-        )
+        enabled = "RKNN_FLAG_ENABLE_SRAM" in self.flags and self.platform.sram_bytes > 0
+        capacity = self.platform.sram_bytes if enabled else 0
         return {
             "total_weight_size": plan.weight_size,
             "total_internal_size": plan.internal_size,
-            "total_dma_allocated_size": plan.weight_size + plan.internal_size + io_bytes,
-            "total_sram_size": 0,
-            "free_sram_size": 0,
+            "total_dma_allocated_size": self.dma_allocated(),
+            "total_sram_size": capacity,
+            "free_sram_size": sram.free(self.platform.name, capacity) if enabled else 0,
         }
+
+    def device_mem_info(self) -> Buffer | None:
+        """The model (weight) buffer the runtime created, for RKNN_QUERY_DEVICE_MEM_INFO."""
+        return self._weight_buffer
 
     def custom_string(self) -> str:
         return self.model.meta.custom_string
@@ -170,51 +344,194 @@ class Context:
     def perf_run(self) -> int:
         return self.last_run_us
 
+    def perf_detail(self) -> str:
+        if "RKNN_FLAG_COLLECT_PERF_MASK" not in self.flags:
+            raise RknnError(
+                FAIL, "RKNN_QUERY_PERF_DETAIL needs RKNN_FLAG_COLLECT_PERF_MASK at rknn_init"
+            )
+        rule = "-" * 96
+        return (
+            f"{rule}\n{'Network Layer Information Table':^96}\n{rule}\n"
+            f"Total Operator Elapsed Per Frame Time(us): {self.last_run_us}\n{rule}\n"
+        )
+
+    def placement(self) -> list[tuple[str, str]]:
+        """(op, device) for every op: all run on the NPU; GPU fallback only matters for ops the
+        NPU lacks, which the converter refuses (EXECUTE_FALLBACK_PRIOR_DEVICE_GPU is recorded)."""
+        return [("all operators", "NPU")]
+
+    # -- zero-copy ----------------------------------------------------------------------------
+    def set_io_mem(self, memory: Memory, name: str, dtype: str, fmt: str, pass_through: bool,
+                   w_stride: int) -> None:  # fmt: skip
+        """Bind `memory` to the input or output called `name` (the attr's name)."""
+        for plan in self.model.inputs:
+            if plan.spec.name == name:
+                self._bind_input(plan, memory, dtype, fmt, pass_through, w_stride)
+                return
+        for plan in self.model.outputs:
+            if plan.spec.name == name:
+                self._bind_output(plan, memory, dtype, fmt)
+                return
+        raise RknnError(
+            PARAM_INVALID,
+            f"Unknown tensor name: '{name}'; pass the rknn_tensor_attr from an input or output "
+            "query (its name says which tensor the memory is for)",
+        )
+
+    def _bind_input(self, plan: InputPlan, memory: Memory, dtype: str, fmt: str,
+                    pass_through: bool, w_stride: int) -> None:  # fmt: skip
+        if pass_through:
+            dtype, fmt, w_stride = plan.native.dtype, plan.native.fmt, plan.native.w_stride
+        else:
+            plan.check_source(dtype, fmt)
+        need = plan.required_bytes(dtype, fmt, pass_through, w_stride)
+        if memory.size < need:
+            raise RknnError(
+                PARAM_INVALID,
+                f"input {plan.index} ({plan.spec.name}): memory size must be: {need}, but is: "
+                f"{memory.size} ({fmt} {dtype}; allocate attr.size_with_stride bytes, scaled "
+                "by the element size if you changed attr.type)",
+            )
+        self._io[("in", plan.index)] = IoBinding(memory, dtype, fmt, pass_through, w_stride)
+        self._inputs_ready[plan.index] = True
+
+    def _bind_output(self, plan: OutputPlan, memory: Memory, dtype: str, fmt: str) -> None:
+        if dtype not in _OUTPUT_TYPES or (fmt == "NC1HWC2" and len(plan.spec.shape) != 4):
+            raise RknnError(PARAM_INVALID, f"output {plan.index}: cannot store {fmt} {dtype}")
+        dims = plan.layout_dims(fmt, self.platform.c2_for(dtype))
+        need = int(np.prod(dims)) * attrs.itemsize(dtype)
+        if memory.size < need:
+            raise RknnError(
+                PARAM_INVALID,
+                f"output {plan.index} ({plan.spec.name}): memory size must be: {need}, but is: "
+                f"{memory.size} ({fmt} {dtype} dims {dims})",
+            )
+        self._io[("out", plan.index)] = IoBinding(memory, dtype, fmt)
+
     # -- inference --------------------------------------------------------------------------
+    def _check_general_api(self, call: str) -> None:
+        if self.outside:
+            raise RknnError(
+                FAIL,
+                f"{call}: the context was made with RKNN_FLAG_MEM_ALLOC_OUTSIDE, so the runtime "
+                "has no IO memory; bind inputs and outputs with rknn_set_io_mem",
+            )
+
     def inputs_set(self, items: list[tuple[int, np.ndarray, str, str, bool]]) -> None:
         """items: (index, caller bytes, buffer dtype, buffer fmt, pass_through)."""
+        if self.outside:
+            self._check_general_api("rknn_inputs_set")
         count = len(self.model.inputs)
         if len(items) != count:
             log.warning(f"rknn_inputs_set: n_inputs {len(items)} != model input number {count}")
         for index, raw, dtype, fmt, pass_through in items:
             self._check_index(index, count, "input")
+            if self._io and self._io.pop(("in", index), None) is not None:
+                log.warning(
+                    f"rknn_inputs_set: input {index} was bound with rknn_set_io_mem; the general "
+                    "API now replaces that binding (do not mix the two APIs on one context)"
+                )
             self.model.inputs[index].convert(
                 raw, dtype, fmt, pass_through, self._feed_arrays[index]
             )
             self._inputs_ready[index] = True
 
-    def run(self) -> int:
-        if "RKNN_FLAG_COLLECT_MODEL_INFO_ONLY" in self.flags:
+    def _check_runnable(self) -> None:
+        if self.info_only:
             raise RknnError(
                 FAIL, "rknn_run: context was created with RKNN_FLAG_COLLECT_MODEL_INFO_ONLY"
             )
-        if not all(self._inputs_ready):
-            missing = [
-                p.spec.name for p, ok in zip(self.model.inputs, self._inputs_ready) if not ok
-            ]
+        if self._binding is None:
             raise RknnError(
-                INPUT_INVALID,
-                f"rknn_run: input(s) {', '.join(missing)} not set; call rknn_inputs_set first",
+                FAIL, "rknn_run: no weight memory: call rknn_set_weight_mem before rknn_run"
             )
+        internal_outside = self.outside or "RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE" in self.flags
+        if internal_outside and (self.internal_memory is None or self.internal_memory.destroyed):
+            raise RknnError(
+                FAIL, "rknn_run: no internal memory: call rknn_set_internal_mem before rknn_run"
+            )
+        for kind, plans in (("in", self.model.inputs), ("out", self.model.outputs)):
+            for plan in plans:
+                bound = self._io.get((kind, plan.index))
+                if bound is not None and bound.memory.destroyed:
+                    raise RknnError(
+                        FAIL,
+                        f"rknn_run: {plan.spec.name}'s memory was destroyed while still bound; "
+                        "bind new memory with rknn_set_io_mem",
+                    )
+                if self.outside and bound is None:
+                    what = "input" if kind == "in" else "output"
+                    raise RknnError(
+                        FAIL, f"rknn_run: {what}({plan.spec.name}) tensor not attached to memory"
+                    )
+        missing = [p.spec.name for p, ok in zip(self.model.inputs, self._inputs_ready) if not ok]
+        raise RknnError(
+            INPUT_INVALID,
+            f"rknn_run: input(s) {', '.join(missing)} not set; call rknn_inputs_set first",
+        )
+
+    def run(self) -> int:
         binding = self._binding
+        if binding is None or self.info_only or not all(self._inputs_ready) or (
+            self.outside and len(self._io) < len(self._inputs_ready) + len(binding.outputs)
+        ):  # fmt: skip
+            self._check_runnable()
+        if self._io:
+            self._read_bound_inputs()
         for index, address in enumerate(binding.addresses):
             if address in self._handed_out:  # the caller still holds last run's buffer
                 binding.replace_output(index)
         start = time.perf_counter()
         binding.run()
-        self._has_results = True
         self.last_run_us = int((time.perf_counter() - start) * 1e6)
+        self._has_results = True
         self.frame_id += 1
+        if self._io:
+            self._write_bound_outputs()
         if self._log_timing:
             log.timing(f"rknn_run: {self.last_run_us} us")
         return self.frame_id
+
+    def _read_bound_inputs(self) -> None:
+        flush = "RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE" not in self.flags
+        for plan in self.model.inputs:
+            bound = self._io.get(("in", plan.index))
+            if bound is None:
+                continue
+            if bound.memory.destroyed:
+                self._check_runnable()
+            if flush:
+                bound.memory.sync_to_device()  # the runtime's own flush before the run
+            elif bound.memory.cpu_differs():
+                warn_stale_input(bound.memory, f"input {plan.index} ({plan.spec.name})")
+            plan.convert(bound.memory.device, bound.dtype, bound.fmt, bound.pass_through,
+                         self._feed_arrays[plan.index], bound.w_stride)  # fmt: skip
+
+    def _write_bound_outputs(self) -> None:
+        assert self._binding is not None
+        invalidate = "RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE" not in self.flags
+        for plan, result in zip(self.model.outputs, self._binding.outputs):
+            bound = self._io.get(("out", plan.index))
+            if bound is None:
+                continue
+            memory = bound.memory
+            if memory.device_dirty:
+                warn_stale_output(memory, f"output {plan.index} ({plan.spec.name})")
+            c2 = self.platform.c2_for(bound.dtype)
+            plan.write(result, memory.device, bound.dtype, bound.fmt, c2)
+            if invalidate:
+                memory.sync_from_device()  # the runtime's own invalidate after the run
+            else:
+                memory.device_dirty = memory.buffer.two_views
 
     def outputs_get(
         self, requests: list[OutputRequest]
     ) -> tuple[list[tuple[np.ndarray, int]], int]:
         """(array, address) handed to the caller per output (a view of its own buffer when
         preallocated), and the frame id."""
-        if not self._has_results:
+        if self.outside:
+            self._check_general_api("rknn_outputs_get")
+        if not self._has_results or self._binding is None:
             raise RknnError(OUTPUT_INVALID, "rknn_outputs_get: no finished run; call rknn_run")
         count = len(self.model.outputs)
         if len(requests) > count:
@@ -275,9 +592,32 @@ class Context:
 
     def dup(self) -> Context:
         self.require("rknn_dup_context")
-        return Context(self.model, self.flags, self.priority)
+        if self.program is None:
+            raise RknnError(FAIL, "rknn_dup_context: the context has no weights loaded")
+        return Context(self.model, self.flags, self.priority, source=self)
 
     def destroy(self) -> None:
         self.destroyed = True
         self._handed_out.clear()
         self._has_results = False
+        self._io.clear()
+        self._binding = None
+        # Weight and internal buffers may be shared with duplicates and donees: they are
+        # unmapped and their descriptors closed when the last context holding them goes.
+        self._weight_buffer = self._internal_buffer = None
+        self.program = self.weights = None
+        if self.sram_taken:
+            sram.release(self.platform.name, self.sram_taken)
+            self.sram_taken = 0
+
+
+def create(buf: memoryview, flags: frozenset[str], priority: str,
+           donor: Context | None) -> Context:  # fmt: skip
+    """rknn_init's work: parse, check and load the model into a new context."""
+    ctx = Context(Model(buf), flags, priority)
+    try:
+        ctx.load(donor)
+    except BaseException:
+        ctx.destroy()
+        raise
+    return ctx

@@ -63,21 +63,43 @@ class InputPlan:
     def new_buffer(self) -> np.ndarray:
         return np.zeros(self.shape, self.dtype)
 
-    def convert(
-        self, raw: np.ndarray, src_dtype: str, src_fmt: str, pass_through: bool, out: np.ndarray
-    ) -> None:
-        """Fill `out` (model shape and dtype) from the caller's bytes `raw` (uint8, 1-D)."""
+    def required_bytes(self, src_dtype: str, src_fmt: str, pass_through: bool,
+                       w_stride: int = 0) -> int:  # fmt: skip
+        """Bytes a buffer of this type and layout must hold (w_stride: padded NHWC rows)."""
         if pass_through:
-            self._convert_native(raw, out)
-            return
+            return self.native.size_with_stride
+        itemsize = _NP_DTYPES[src_dtype].itemsize
+        if self.is_4d and src_fmt == "NHWC" and w_stride > self.shape[3]:
+            n, c, h, _ = self.shape
+            return n * h * w_stride * c * itemsize
+        return self.n_elems * itemsize
+
+    def check_source(self, src_dtype: str, src_fmt: str) -> None:
         if src_dtype not in self.allowed:
             raise RknnError(
                 PARAM_INVALID,
                 f"input {self.index} ({self.spec.name}): buffer type {src_dtype} is not accepted "
                 f"for a {self.spec.dtype} model input; use one of {', '.join(self.allowed)}",
             )
+        if self.is_4d and src_fmt == "NC1HWC2":
+            raise RknnError(
+                PARAM_INVALID,
+                f"input {self.index}: NC1HWC2 data must be passed with pass_through=1 "
+                "(or give NCHW/NHWC data)",
+            )
+
+    def convert(
+        self, raw: np.ndarray, src_dtype: str, src_fmt: str, pass_through: bool, out: np.ndarray,
+        w_stride: int = 0,
+    ) -> None:  # fmt: skip
+        """Fill `out` (model shape and dtype) from the caller's bytes `raw` (uint8, 1-D)."""
+        if pass_through:
+            self._convert_native(raw, out)
+            return
+        if src_dtype not in self.allowed or (self.is_4d and src_fmt == "NC1HWC2"):
+            self.check_source(src_dtype, src_fmt)
         src = _NP_DTYPES[src_dtype]
-        need = self.n_elems * src.itemsize
+        need = self.required_bytes(src_dtype, src_fmt, False, w_stride)
         if raw.size < need:
             raise RknnError(
                 PARAM_INVALID,
@@ -87,13 +109,8 @@ class InputPlan:
         data = raw[:need].view(src)
         if self.is_4d and src_fmt == "NHWC":
             n, c, h, w = self.shape
-            data = layouts.nhwc_to_nchw(data.reshape(n, h, w, c))
-        elif self.is_4d and src_fmt == "NC1HWC2":
-            raise RknnError(
-                PARAM_INVALID,
-                f"input {self.index}: NC1HWC2 data must be passed with pass_through=1 "
-                "(or give NCHW/NHWC data)",
-            )
+            rows = data.reshape(n, h, max(w_stride, w), c)
+            data = layouts.nhwc_to_nchw(layouts.strip_w_stride(rows, w) if w_stride > w else rows)
         else:
             data = data.reshape(self.shape)
         np.copyto(out, data, casting="unsafe")
@@ -135,6 +152,26 @@ class OutputPlan:
 
     def nbytes(self, want_float: bool) -> int:
         return self.n_elems * (4 if want_float else self.dtype.itemsize)
+
+    def layout_dims(self, fmt: str, c2: int) -> list[int]:
+        """The dims of this output stored in `fmt` (NC1HWC2 with the given C2)."""
+        shape = list(self.spec.shape)
+        if len(shape) == 4 and fmt == "NHWC":
+            return layouts.nchw_to_nhwc_dims(shape)
+        if len(shape) == 4 and fmt == "NC1HWC2":
+            return layouts.nc1hwc2_dims(shape, c2)
+        return shape
+
+    def write(self, result: np.ndarray, dst: np.ndarray, dtype: str, fmt: str, c2: int) -> None:
+        """Store `result` (model layout) into `dst` (uint8 bytes) as `dtype` in `fmt`."""
+        data = result
+        if result.ndim == 4 and fmt == "NHWC":
+            data = layouts.nchw_to_nhwc(result)
+        elif result.ndim == 4 and fmt == "NC1HWC2":
+            data = layouts.nchw_to_nc1hwc2(result, c2)
+        target_dtype = _NP_DTYPES[dtype]
+        need = data.size * target_dtype.itemsize
+        np.copyto(dst[:need].view(target_dtype).reshape(data.shape), data, casting="unsafe")
 
     def convert(self, result: np.ndarray, want_float: bool) -> np.ndarray:
         """A C-contiguous array in the model layout: float32 or the model's output dtype."""

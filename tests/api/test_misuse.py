@@ -76,6 +76,16 @@ def _value(context: Any) -> int:
     return int(context.value) if isinstance(context, rk.rknn_context) else int(context)
 
 
+_SPARE: list = []
+
+
+def _spare_mem() -> Any:
+    """Live memory that belongs to no context (so only the context argument is wrong)."""
+    if not _SPARE:
+        _SPARE.append(rk.rknn_create_mem2(0, 4096, rk.RKNN_MEM_FLAG_ALLOC_NO_CONTEXT))
+    return _SPARE[0]
+
+
 def _args_with_context(name: str, context: Any) -> tuple:
     """Otherwise valid arguments for `name`, with `context` as the context argument."""
     outs = (rk.rknn_output * 1)()
@@ -92,6 +102,9 @@ def _args_with_context(name: str, context: Any) -> tuple:
         "rknn_dup_context": lambda: (rk.rknn_context(_value(context)), rk.rknn_context()),
         "rknn_set_core_mask": lambda: (context, rk.RKNN_NPU_CORE_AUTO),
         "rknn_set_batch_core_num": lambda: (context, 1),
+        "rknn_set_io_mem": lambda: (context, _spare_mem(), rk.rknn_tensor_attr()),
+        "rknn_set_weight_mem": lambda: (context, _spare_mem()),
+        "rknn_set_internal_mem": lambda: (context, _spare_mem()),
     }  # fmt: skip
     if name not in builders:
         pytest.fail(f"{name} is exported but has no misuse case in this test")

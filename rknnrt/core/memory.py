@@ -1,0 +1,275 @@
+"""Runtime memory: real allocations (an mmap of a memfd, so `fd` and `virt_addr` are usable by
+the application), views of the application's own descriptors, and the cache-coherency model.
+
+A Buffer is one physical allocation. Cacheable buffers have two views, as on a board: the CPU
+view (the mapping the application reads and writes at `virt_addr`) and the device view (what
+the NPU reads and writes). CPU writes reach the device on a TO_DEVICE sync or the runtime's own
+flush before a run; device writes reach the CPU on a FROM_DEVICE sync or the runtime's own
+invalidate after the run. Non-cacheable buffers, and every buffer when RKNNRT_CACHE_MODEL=0,
+have one view.
+
+A Memory is what an `rknn_tensor_mem` describes: a window (offset, size) of a Buffer.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import log
+from .errors import MALLOC_FAIL, PARAM_INVALID, RknnError
+
+PAGE = mmap.PAGESIZE
+# Fake physical addresses handed out by rknnrt: far from 0, never reused, 1 MiB apart at least.
+_PHYS_BASE = 0x1_0000_0000
+_PHYS_ALIGN = 1 << 20
+_phys_lock = threading.Lock()
+_phys_next = [_PHYS_BASE]
+
+
+def _take_phys(size: int) -> int:
+    with _phys_lock:
+        phys = _phys_next[0]
+        _phys_next[0] += -(-max(size, 1) // _PHYS_ALIGN) * _PHYS_ALIGN + _PHYS_ALIGN
+        return phys
+
+
+def cache_model_enabled() -> bool:
+    """RKNNRT_CACHE_MODEL=0 turns the two-view model off (one view everywhere, faster)."""
+    return os.environ.get("RKNNRT_CACHE_MODEL", "1") != "0"
+
+
+class Buffer:
+    """One physical allocation: ours (a memfd we map) or the application's descriptor."""
+
+    def __init__(self, size: int, *, cacheable: bool, fd: int | None = None,
+                 fd_offset: int = 0, sram: bool = False) -> None:  # fmt: skip
+        self.size = size
+        self.sram = sram
+        self.owned = fd is None
+        try:
+            if fd is None:
+                fd = os.memfd_create("rknnrt", os.MFD_CLOEXEC)
+                os.ftruncate(fd, max(size, 1))
+            # Map whole pages; fd_offset must be page aligned for mmap, the rest is a window.
+            page_offset = fd_offset - fd_offset % PAGE
+            self._map = mmap.mmap(fd, max(size + fd_offset - page_offset, 1),
+                                  offset=page_offset)  # fmt: skip
+        except (OSError, ValueError) as exc:
+            if self.owned and fd is not None:
+                os.close(fd)
+            code = MALLOC_FAIL if self.owned else PARAM_INVALID
+            raise RknnError(code, f"cannot map {size} bytes: {exc}") from None
+        self.fd = fd
+        # The descriptor lives as long as the buffer: closed by free() or when unreferenced.
+        self._close_fd = weakref.finalize(self, os.close, fd) if self.owned else None
+        base = np.frombuffer(self._map, np.uint8)
+        self.cpu = base[fd_offset - page_offset : fd_offset - page_offset + size]
+        self.address = self.cpu.__array_interface__["data"][0]
+        self.device = self.cpu.copy() if cacheable and cache_model_enabled() else self.cpu
+        self.phys = _take_phys(size) if self.owned else 0
+        self.freed = False
+
+    @classmethod
+    def wrap(cls, cpu: np.ndarray, fd: int = -1) -> Buffer:
+        """The application's own memory (a uint8 view at its address): one view, never freed."""
+        buf = cls.__new__(cls)
+        buf.size, buf.sram, buf.owned, buf.fd = cpu.size, False, False, fd
+        buf._map = buf._close_fd = None
+        buf.cpu = buf.device = cpu
+        buf.address = cpu.__array_interface__["data"][0]
+        buf.phys, buf.freed = 0, False
+        return buf
+
+    @property
+    def two_views(self) -> bool:
+        return self.device is not self.cpu
+
+    def free(self) -> None:
+        """Unmap and close now (rknn_destroy_mem); views still held elsewhere keep the pages
+        mapped until they go, so a late reader never faults."""
+        if self.freed:
+            return
+        self.freed = True
+        del self.cpu, self.device  # drop our exports of the mapping before closing it
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:  # someone still holds a view: the GC unmaps it later
+                pass
+        if self._close_fd is not None:
+            self._close_fd()
+
+
+@dataclass
+class Memory:
+    """rknnrt's side of one rknn_tensor_mem: `size` bytes at `offset` in `buffer`."""
+
+    buffer: Buffer
+    offset: int
+    size: int
+    kind: str  # "alloc", "fd" or "phys": who made it and who frees the buffer
+    owner: int | None  # the context handle that created it, or None (ALLOC_NO_CONTEXT)
+    # Coherency bookkeeping: the device wrote and nobody synced to the CPU since.
+    device_dirty: bool = False
+    label: str = ""
+    destroyed: bool = False
+
+    @property
+    def cpu(self) -> np.ndarray:
+        return self.buffer.cpu[self.offset : self.offset + self.size]
+
+    @property
+    def device(self) -> np.ndarray:
+        return self.buffer.device[self.offset : self.offset + self.size]
+
+    def describe(self) -> str:
+        return self.label or f"memory fd {self.buffer.fd} at {self.buffer.address + self.offset:#x}"
+
+    def sync_to_device(self) -> None:
+        if self.buffer.two_views:
+            np.copyto(self.device, self.cpu)
+
+    def sync_from_device(self) -> None:
+        if self.buffer.two_views:
+            np.copyto(self.cpu, self.device)
+        self.device_dirty = False
+
+    def cpu_differs(self) -> bool:
+        """CPU writes the device has not seen (only possible with two views)."""
+        return self.buffer.two_views and not np.array_equal(self.cpu, self.device)
+
+
+class MemoryTable:
+    """Every live Memory, by the address of its rknn_tensor_mem, and every Buffer we own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._mems: dict[int, Memory] = {}
+        self._buffers_by_fd: dict[int, Buffer] = {}
+        self._refs: dict[int, int] = {}  # id(buffer) -> number of Memory windows on it
+
+    def add(self, key: int, memory: Memory) -> None:
+        with self._lock:
+            self._mems[key] = memory
+            buf = memory.buffer
+            self._refs[id(buf)] = self._refs.get(id(buf), 0) + 1
+            if buf.owned:
+                self._buffers_by_fd[buf.fd] = buf
+
+    def get(self, key: int, what: str = "mem") -> Memory:
+        memory = self._mems.get(key)
+        if memory is None:
+            raise RknnError(
+                PARAM_INVALID, f"{what} is not a live rknn_tensor_mem (destroyed or never made)"
+            )
+        return memory
+
+    def remove(self, key: int) -> Memory:
+        with self._lock:
+            memory = self._mems.pop(key, None)
+            if memory is None:
+                raise RknnError(
+                    PARAM_INVALID, "mem is not a live rknn_tensor_mem (destroyed twice?)"
+                )
+            memory.destroyed = True
+            buf = memory.buffer
+            self._refs[id(buf)] -= 1
+            if self._refs[id(buf)] == 0:
+                del self._refs[id(buf)]
+                if buf.owned:
+                    self._buffers_by_fd.pop(buf.fd, None)
+                buf.free()
+        return memory
+
+    def owned_buffer_for_fd(self, fd: int) -> Buffer | None:
+        return self._buffers_by_fd.get(fd)
+
+    def buffer_for_phys(self, phys: int) -> tuple[Buffer, int] | None:
+        for buf in self._buffers_by_fd.values():
+            if buf.phys <= phys < buf.phys + buf.size:
+                return buf, phys - buf.phys
+        return None
+
+    def owned_by(self, handle: int) -> list[int]:
+        return [key for key, m in self._mems.items() if m.owner == handle]
+
+    def count(self) -> int:
+        return len(self._mems)
+
+
+TABLE = MemoryTable()
+
+
+def warn_stale_input(memory: Memory, what: str) -> None:
+    log.warning(
+        f"{what} ({memory.describe()}) has CPU writes the NPU has not seen: the context was made "
+        "with RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE, so call rknn_mem_sync(mem, "
+        "RKNN_MEMORY_SYNC_TO_DEVICE) after writing; this run used the old data"
+    )
+
+
+def warn_stale_output(memory: Memory, what: str) -> None:
+    log.warning(
+        f"{what} ({memory.describe()}) holds NPU results the CPU has not seen: the context was "
+        "made with RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE, so call rknn_mem_sync(mem, "
+        "RKNN_MEMORY_SYNC_FROM_DEVICE) before reading"
+    )
+
+
+def allocate(size: int, *, cacheable: bool, owner: int | None) -> Memory:
+    """rknn_create_mem / rknn_create_mem2: new memory the runtime owns."""
+    if size <= 0 or size > 1 << 40:
+        raise RknnError(PARAM_INVALID, f"invalid size {size}")
+    return Memory(Buffer(size, cacheable=cacheable), 0, size, "alloc", owner)
+
+
+def from_fd(fd: int, size: int, offset: int, owner: int | None) -> Memory:
+    """rknn_create_mem_from_fd: a window of memory rknnrt made, or of the caller's descriptor."""
+    if size <= 0 or offset < 0:
+        raise RknnError(PARAM_INVALID, f"invalid size {size} or offset {offset}")
+    ours = TABLE.owned_buffer_for_fd(fd)
+    if ours is not None:
+        if offset + size > ours.size:
+            raise RknnError(
+                PARAM_INVALID,
+                f"offset {offset} + size {size} exceed the {ours.size}-byte buffer of fd {fd}",
+            )
+        return Memory(ours, offset, size, "fd", owner)
+    try:
+        file_size = os.fstat(fd).st_size
+    except OSError as exc:
+        raise RknnError(PARAM_INVALID, f"fd {fd} is not an open descriptor: {exc}") from None
+    if file_size and offset + size > file_size:
+        raise RknnError(
+            PARAM_INVALID, f"offset {offset} + size {size} exceed the {file_size}-byte fd {fd}"
+        )
+    # The caller's descriptor, written by the CPU or another device: one view.
+    return Memory(Buffer(size, cacheable=False, fd=fd, fd_offset=offset), 0, size, "fd", owner)
+
+
+def from_phys(phys: int, size: int, virt: np.ndarray | None, owner: int | None) -> Memory:
+    """rknn_create_mem_from_phys: physical addresses rknnrt handed out map back to their
+    memory; any other address needs the caller's virt_addr."""
+    if size <= 0:
+        raise RknnError(PARAM_INVALID, f"invalid size {size}")
+    found = TABLE.buffer_for_phys(phys)
+    if found is not None:
+        buffer, offset = found
+        if offset + size > buffer.size:
+            raise RknnError(
+                PARAM_INVALID, f"phys {phys:#x} + size {size} run past the end of its buffer"
+            )
+        return Memory(buffer, offset, size, "phys", owner)
+    if virt is None:
+        raise RknnError(
+            PARAM_INVALID,
+            f"unknown physical address {phys:#x} and no virt_addr: rknnrt maps only the "
+            "physical addresses it handed out (rknn_tensor_mem.phys_addr)",
+        )
+    return Memory(Buffer.wrap(virt), 0, size, "phys", owner)
