@@ -4,6 +4,7 @@ the runtime's `E RKNN:`/`W RKNN:`/`I RKNN:` lines."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,6 +17,10 @@ import pytest
 import rknnrt as rk
 from rknnrt.toolkit import RKNN
 from rknnrt.toolkit.samples import default_model
+
+# rknn_init raises the process priority as the vendor does; the suite opts out (the test of that
+# behaviour runs in a subprocess without this variable).
+os.environ.setdefault("RKNNRT_KEEP_PRIORITY", "1")
 
 # The conversion the default-model fixtures use (rknn.config arguments).
 DEFAULT_MEAN = [123.675, 116.28, 103.53]
@@ -98,9 +103,9 @@ def rknn_log(capsys: pytest.CaptureFixture[str]) -> RknnLog:
     return log
 
 
-def init_context(capi: CApi, model: bytes) -> rk.rknn_context:
+def init_context(capi: CApi, model: bytes, flag: int = 0, extend=None) -> rk.rknn_context:
     ctx = rk.rknn_context()
-    rc = capi(rk.rknn_init, ctx, model, len(model), 0, None)
+    rc = capi(rk.rknn_init, ctx, model, len(model), flag, extend)
     assert rc == rk.RKNN_SUCC
     assert ctx.value != 0
     return ctx
@@ -116,11 +121,12 @@ def ctx(capi: CApi, default_model_bytes: bytes) -> Iterator[rk.rknn_context]:
 
 @pytest.fixture
 def make_ctx(capi: CApi) -> Iterator[Callable[[bytes], rk.rknn_context]]:
-    """`make_ctx(model_bytes)` -> a live context, destroyed after the test."""
+    """`make_ctx(model_bytes, flag=0, extend=None)` -> a live context, destroyed after the
+    test."""
     made: list[rk.rknn_context] = []
 
-    def make(model: bytes) -> rk.rknn_context:
-        context = init_context(capi, model)
+    def make(model: bytes, flag: int = 0, extend=None) -> rk.rknn_context:
+        context = init_context(capi, model, flag, extend)
         made.append(context)
         return context
 
