@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import api as rk
+from .core import registry
 from .toolkit import RKNN, samples
 
 _NP_TYPES = {
@@ -66,6 +67,7 @@ class Session:
     """A context and its attributes, through the C-shaped API as an application would."""
 
     def __init__(self, model: bytes, flag: int = 0) -> None:
+        self.flag = flag
         self.ctx = rk.rknn_context()
         ret = rk.rknn_init(ctypes.byref(self.ctx), model, len(model), flag, None)
         if ret != rk.RKNN_SUCC:
@@ -145,8 +147,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     blob, name = _load(args.model, args.target)
-    s = Session(blob)
+    s = Session(blob, int(args.flag, 0))
     print(f"model: {name}")
+    flags = registry.get(s.ctx.value).flags
+    print(f"init flags: {', '.join(sorted(flags)) or 'none'}")
+    placement = registry.get(s.ctx.value).placement()
+    print("placement: " + ", ".join(f"{op} -> {device}" for op, device in placement))
     version = rk.rknn_sdk_version()
     s.query(rk.RKNN_QUERY_SDK_VERSION, version)
     print(f"sdk api version: {version.api_version.decode()}, driver version: "
@@ -243,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="print what every query returns, as a board would")
     p.add_argument("model", help="rknnrt model file or ONNX model")
+    p.add_argument("--flag", default="0", help="rknn_init flags, e.g. 0x400")
     p.add_argument("--target", **target)
     p.set_defaults(func=cmd_info)
 

@@ -226,6 +226,8 @@ def rknn_inputs_set(context: Any, n_inputs: int, inputs: Any) -> None:
     ctx = _ctx(context)
     if not ctx.general_api:
         ctx.require("rknn_inputs_set")
+    if ctx.outside:
+        ctx.check_general_api("rknn_inputs_set")
     if int(n_inputs) <= 0:
         raise RknnError(PARAM_INVALID, f"n_inputs {n_inputs} must be > 0")
     items = []

@@ -134,6 +134,7 @@ class Context:
         self.general_api = self.platform.supports("rknn_inputs_set")
         self.outside = "RKNN_FLAG_MEM_ALLOC_OUTSIDE" in flags
         self.info_only = "RKNN_FLAG_COLLECT_MODEL_INFO_ONLY" in flags
+        self.internal_outside = self.outside or "RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE" in flags
         self._feed_arrays = [plan.new_buffer() for plan in model.inputs]
         self._binding: Binding | None = None
         self.program: Program | None = None
@@ -179,7 +180,7 @@ class Context:
             self.weights = self._weight_buffer.cpu
         self.model.weights_section = None  # the caller may free its buffer after init
         self._reserve_sram()
-        if not self.outside and "RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE" not in self.flags:
+        if not self.internal_outside:
             self._internal_buffer = Buffer(self.internal_dram_size(), cacheable=False)
         if self.weights is not None:
             self.program = self.model.program(self.weights)
@@ -248,7 +249,7 @@ class Context:
         self._make_binding()
 
     def set_internal_mem(self, memory: Memory) -> None:
-        if not self.outside and "RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE" not in self.flags:
+        if not self.internal_outside:
             raise RknnError(
                 FAIL,
                 "rknn_set_internal_mem needs RKNN_FLAG_MEM_ALLOC_OUTSIDE or "
@@ -409,7 +410,7 @@ class Context:
         self._io[("out", plan.index)] = IoBinding(memory, dtype, fmt)
 
     # -- inference --------------------------------------------------------------------------
-    def _check_general_api(self, call: str) -> None:
+    def check_general_api(self, call: str) -> None:
         if self.outside:
             raise RknnError(
                 FAIL,
@@ -420,7 +421,7 @@ class Context:
     def inputs_set(self, items: list[tuple[int, np.ndarray, str, str, bool]]) -> None:
         """items: (index, caller bytes, buffer dtype, buffer fmt, pass_through)."""
         if self.outside:
-            self._check_general_api("rknn_inputs_set")
+            self.check_general_api("rknn_inputs_set")
         count = len(self.model.inputs)
         if len(items) != count:
             log.warning(f"rknn_inputs_set: n_inputs {len(items)} != model input number {count}")
@@ -445,8 +446,7 @@ class Context:
             raise RknnError(
                 FAIL, "rknn_run: no weight memory: call rknn_set_weight_mem before rknn_run"
             )
-        internal_outside = self.outside or "RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE" in self.flags
-        if internal_outside and (self.internal_memory is None or self.internal_memory.destroyed):
+        if self.internal_outside and not self._internal_ready():
             raise RknnError(
                 FAIL, "rknn_run: no internal memory: call rknn_set_internal_mem before rknn_run"
             )
@@ -470,11 +470,18 @@ class Context:
             f"rknn_run: input(s) {', '.join(missing)} not set; call rknn_inputs_set first",
         )
 
+    def _internal_ready(self) -> bool:
+        return self.internal_memory is not None and not self.internal_memory.destroyed
+
     def run(self) -> int:
         binding = self._binding
-        if binding is None or self.info_only or not all(self._inputs_ready) or (
-            self.outside and len(self._io) < len(self._inputs_ready) + len(binding.outputs)
-        ):  # fmt: skip
+        if (
+            binding is None
+            or self.info_only
+            or not all(self._inputs_ready)
+            or (self.internal_outside and not self._internal_ready())
+            or (self.outside and len(self._io) < len(self._inputs_ready) + len(binding.outputs))
+        ):
             self._check_runnable()
         if self._io:
             self._read_bound_inputs()
@@ -530,7 +537,7 @@ class Context:
         """(array, address) handed to the caller per output (a view of its own buffer when
         preallocated), and the frame id."""
         if self.outside:
-            self._check_general_api("rknn_outputs_get")
+            self.check_general_api("rknn_outputs_get")
         if not self._has_results or self._binding is None:
             raise RknnError(OUTPUT_INVALID, "rknn_outputs_get: no finished run; call rknn_run")
         count = len(self.model.outputs)

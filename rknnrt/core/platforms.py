@@ -8,7 +8,8 @@ V1.5.2. Numbers marked "unverified" are inferred (see docs/fidelity.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from ..model import targets
 
@@ -53,6 +54,37 @@ _QUERIES_MINI = _QUERIES_ALL | {"RKNN_QUERY_DEVICE_MEM_INFO"}
 
 
 @dataclass(frozen=True)
+class MatmulFacts:
+    """What rknn_matmul_api.h offers on one SoC (facts §5.11; see docs/matmul.md for choices).
+
+    Sources: H = rknn_matmul_api.h V2.3.2 comments; UG = user guide V2.3.0 §3.5, Table 3-5
+    (native shapes), Table 3-6 (types), Table 3-7 (K/N limits). Dtype keys are the runtime's
+    names ("int4", "int8", "float16", ...); type names are the rknn_matmul_type enum names.
+    """
+
+    types: frozenset[str]
+    # Native A (AC_layout NATIVE): [K/subK, M, subK], keyed by A's dtype (UG Table 3-5).
+    a_sub: Mapping[str, int]
+    # Native B: [N/subN, K/subK, subN, subK], keyed by A's dtype: for mixed types B takes the
+    # blocks of the same-type B of A's dtype (UG Table 3-7 note "*"; Table 3-5 note).
+    b_sub: Mapping[str, tuple[int, int]]
+    # Native C: [N/sub, M, sub], keyed by C's dtype. int32/float32 4 and int16 8 are UG Table
+    # 3-5; int8 16, float16/bfloat16 8 are rknnrt's choice (16-byte blocks, as the C2 of
+    # NC1HWC2 on these chips); the board's are undocumented (facts §7).
+    c_sub: Mapping[str, int]
+    # K <= k_max (H "K max: k <= 10240"; UG Table 3-7 for RK3562/3566/3568). None: no limit;
+    # H's own K-split example (K = 20488 on RK3588) exceeds 10240, so RK3576/RK3588 have none.
+    k_max: int | None
+    # N <= n_max[A's dtype] (UG Table 3-7: 4096; RK3588 int4: 8192).
+    n_max: Mapping[str, int]
+    # Native B is laid out in K segments of this many rows when K is larger (H, UG 3.5.4.1:
+    # RK3588 8192, RK3576 4096); None: never split.
+    k_segment: int | None = None
+    # B_layout RKNN_MM_LAYOUT_TP_NORM: everywhere but RK3566/RK3568 (UG 3.5.4.1).
+    tp_norm: bool = True
+
+
+@dataclass(frozen=True)
 class Platform:
     """What an application on one SoC can observe of its NPU and runtime."""
 
@@ -71,6 +103,8 @@ class Platform:
     core_masks: frozenset[int] = field(default_factory=frozenset)
     dynamic_shapes: bool = False
     matmul: bool = False
+    # rknn_matmul_api.h facts; None where the matmul API does not exist.
+    matmul_facts: MatmulFacts | None = None
 
     @property
     def float_models(self) -> bool:
@@ -93,18 +127,65 @@ _C2_8B = {"int8": 8, "float16": 4, "int16": 4}  # UG15/UG Table 5-1: RK3566/RK35
 _MASKS_3 = frozenset({0, 1, 2, 4, 3, 7, 0xFFFF})  # AUTO, 0, 1, 2, 0_1, 0_1_2, ALL
 _MASKS_2 = frozenset({0, 1, 2, 3, 0xFFFF})  # AUTO, 0, 1, 0_1, ALL
 
+# UG Table 3-6, read row by row from the extracted text (facts §5.11). The 7th row's lone
+# INT8_MM_INT4_TO_INT32 goes to RK3576, the chip of mixed-type inputs (UG Table 3-5 note).
+_MM_G1_TYPES = frozenset({"RKNN_INT8_MM_INT8_TO_INT32", "RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32"})
+_MM_RK3588_TYPES = frozenset(
+    {"RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT16", "RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32",
+     "RKNN_INT8_MM_INT8_TO_INT32", "RKNN_INT8_MM_INT8_TO_FLOAT32", "RKNN_INT8_MM_INT8_TO_INT8",
+     "RKNN_INT4_MM_INT4_TO_INT16"}
+)  # fmt: skip
+_MM_RK3576_TYPES = frozenset(
+    {"RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT16", "RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32",
+     "RKNN_INT8_MM_INT8_TO_INT32", "RKNN_FLOAT16_MM_INT8_TO_FLOAT32",
+     "RKNN_FLOAT16_MM_INT4_TO_FLOAT16", "RKNN_FLOAT16_MM_INT4_TO_FLOAT32",
+     "RKNN_INT8_MM_INT4_TO_INT32",
+     # Not in any table (facts §2, §5.11): the other mixed types of the header, given to the
+     # mixed-type chip by inference (unverified).
+     "RKNN_FLOAT16_MM_INT8_TO_FLOAT16", "RKNN_FLOAT16_MM_INT4_TO_BFLOAT16",
+     "RKNN_INT8_MM_INT4_TO_FLOAT16"}
+)  # fmt: skip
+_MM_C_SUB = {"int32": 4, "float32": 4, "int16": 8, "int8": 16, "float16": 8, "bfloat16": 8}
+_MM_16B = MatmulFacts(  # UG Table 3-5, RK3576/RK3588 columns (identical)
+    types=frozenset(),
+    a_sub={"int4": 32, "int8": 16, "float16": 8},
+    b_sub={"int4": (64, 32), "int8": (32, 32), "float16": (16, 32)},
+    c_sub=_MM_C_SUB, k_max=None, n_max={"int4": 8192, "int8": 4096, "float16": 4096},
+)  # fmt: skip
+_MM_RK3588 = replace(_MM_16B, types=_MM_RK3588_TYPES, k_segment=8192)
+_MM_RK3576 = replace(_MM_16B, types=_MM_RK3576_TYPES, k_segment=4096,
+                     n_max={"int8": 4096, "float16": 4096})  # fmt: skip
+_MM_RK3562 = MatmulFacts(  # UG Table 3-5, RK3562 column; H alignments equal these B blocks
+    types=_MM_G1_TYPES, a_sub={"int8": 16, "float16": 8},
+    b_sub={"int8": (16, 32), "float16": (8, 32)}, c_sub=_MM_C_SUB, k_max=10240,
+    n_max={"int8": 4096, "float16": 4096},
+)  # fmt: skip
+_MM_RK3566 = replace(  # UG Table 3-5, RK3566/RK3568 column; no TP_NORM (UG 3.5.4.1)
+    _MM_RK3562, a_sub={"int8": 8, "float16": 4}, b_sub={"int8": (16, 32), "float16": (8, 16)},
+    tp_norm=False,
+)  # fmt: skip
+# RV1126B: no table lists it; shapes as RK3562. Its runtime refuses INT8_MM_INT8_TO_INT32
+# ("unsupported matmul dtype : RKNN_INT8_MM_INT8_TO_INT32 this platform",
+# airockchip/rknn-toolkit2#567), leaving FLOAT16_MM_FLOAT16_TO_FLOAT32 (unverified).
+_MM_RV1126B = replace(_MM_RK3562, types=frozenset({"RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32"}))
+
 PLATFORMS: dict[str, Platform] = {
     p.name: p
     for p in (
         Platform("rk3588", 3, _C2_16B, 16, _G2, _QUERIES_FULL, sram_bytes=956 * 1024,
-                 core_masks=_MASKS_3, dynamic_shapes=True, matmul=True),
+                 core_masks=_MASKS_3, dynamic_shapes=True, matmul=True,
+                 matmul_facts=_MM_RK3588),
         Platform("rk3576", 2, _C2_16B, 16, _G2, _QUERIES_FULL, core_masks=_MASKS_2,
-                 dynamic_shapes=True, matmul=True),
-        Platform("rk3566", 1, _C2_8B, 8, _G1, _QUERIES_FULL, dynamic_shapes=True, matmul=True),
-        Platform("rk3568", 1, _C2_8B, 8, _G1, _QUERIES_FULL, dynamic_shapes=True, matmul=True),
-        Platform("rk3562", 1, _C2_16B, 16, _G1, _QUERIES_FULL, dynamic_shapes=True, matmul=True),
+                 dynamic_shapes=True, matmul=True, matmul_facts=_MM_RK3576),
+        Platform("rk3566", 1, _C2_8B, 8, _G1, _QUERIES_FULL, dynamic_shapes=True, matmul=True,
+                 matmul_facts=_MM_RK3566),
+        Platform("rk3568", 1, _C2_8B, 8, _G1, _QUERIES_FULL, dynamic_shapes=True, matmul=True,
+                 matmul_facts=_MM_RK3566),
+        Platform("rk3562", 1, _C2_16B, 16, _G1, _QUERIES_FULL, dynamic_shapes=True, matmul=True,
+                 matmul_facts=_MM_RK3562),
         # RV1126B: grouped with the single-core G1 chips in RT V2.3.2; C2 unverified.
-        Platform("rv1126b", 1, _C2_16B, 16, _G1, _QUERIES_FULL, matmul=True),
+        Platform("rv1126b", 1, _C2_16B, 16, _G1, _QUERIES_FULL, matmul=True,
+                 matmul_facts=_MM_RV1126B),
         Platform("rv1103", 1, _C2_16B, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
         Platform("rv1106", 1, _C2_16B, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
         Platform("rv1103b", 1, {"int8": 8}, 8, _G3, _QUERIES_MINI, "librknnmrt.so"),
