@@ -70,8 +70,8 @@ class Model:
             f"framework name: {self.meta.framework}, framework layout: NCHW"
         )
 
-    def program(self, weights: np.ndarray) -> Program:
-        return Program(self.meta, self.graph, weights)
+    def program(self, weights: np.ndarray, in_place: bool = False) -> Program:
+        return Program(self.meta, self.graph, weights, in_place)
 
 
 @dataclass
@@ -183,7 +183,8 @@ class Context:
         if not self.internal_outside:
             self._internal_buffer = Buffer(self.internal_dram_size(), cacheable=False)
         if self.weights is not None:
-            self.program = self.model.program(self.weights)
+            in_place = "RKNN_FLAG_MODEL_BUFFER_ZERO_COPY" in self.flags
+            self.program = self.model.program(self.weights, in_place)
             self._make_binding()
 
     def _borrow_weights(self, donor: Context | None) -> None:

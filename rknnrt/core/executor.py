@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 
 from ..model.meta import ModelMeta, TensorSpec
@@ -24,25 +25,52 @@ def _session_options() -> ort.SessionOptions:
     return options
 
 
-class Program:
-    """A compiled graph plus the weights it reads (views of the context's weight memory)."""
+def _weights_as_inputs(graph: bytes) -> bytes:
+    """The graph with every weights-section constant turned into a graph input, so that the
+    program reads the weights where they lie (onnxruntime copies initializers it is given)."""
+    model = onnx.load_model_from_string(graph)
+    external = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    for tensor in external:
+        model.graph.input.append(
+            onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims))
+        )
+        model.graph.initializer.remove(tensor)
+    return model.SerializeToString()
 
-    def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray) -> None:
+
+class Program:
+    """A compiled graph plus the weights it reads (views of the context's weight memory).
+
+    `in_place`: the weights stay inputs bound to the weight memory (MODEL_BUFFER_ZERO_COPY: no
+    copy at all). onnxruntime then cannot pre-pack them or re-lay them out (its NCHWc
+    transform), so such a program is slower and its results may differ from the copying one's
+    by float rounding (docs/memory.md). Otherwise the weights are handed to onnxruntime as
+    initializers, which it copies and optimises.
+    """
+
+    def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray,
+                 in_place: bool = False) -> None:  # fmt: skip
         options = _session_options()
         names, values = [], []
         for w in meta.weights:
             dtype = np.dtype(np.bool_) if w.dtype == "bool" else np.dtype(w.dtype)
             view = weights[w.offset : w.offset + w.nbytes].view(dtype).reshape(w.shape)
             names.append(w.name)
-            values.append(ort.OrtValue.ortvalue_from_numpy(view))
-        if names:
-            options.add_external_initializers(names, values)
+            values.append(view)
+        self.weight_views = list(zip(names, values)) if in_place else []
         try:
+            if in_place:
+                graph = _weights_as_inputs(graph)
+            elif names:
+                options.add_external_initializers(
+                    names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values]
+                )
             self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises several types for a bad graph
+        except Exception as exc:  # onnx and onnxruntime raise several types for a bad graph
             raise RknnError(MODEL_INVALID, f"the model's graph cannot be loaded: {exc}") from None
-        self._keep = (weights, values)  # onnxruntime may read the weights in place
-        self.input_names = [i.name for i in self.session.get_inputs()]
+        self._keep = weights  # the program reads these bytes (in place, or once at load)
+        weight_names = {name for name, _ in self.weight_views}
+        self.input_names = [i.name for i in self.session.get_inputs() if i.name not in weight_names]
         self.output_names = [o.name for o in self.session.get_outputs()]
         expected_in = [t.name for t in meta.inputs]
         expected_out = [t.name for t in meta.outputs]
@@ -66,7 +94,7 @@ class Binding:
     def __init__(self, program: Program, inputs: list[np.ndarray], outputs: list[TensorSpec]):
         self._program = program
         self._io = program.session.io_binding()
-        for name, array in zip(program.input_names, inputs):
+        for name, array in [*zip(program.input_names, inputs), *program.weight_views]:
             self._io.bind_input(name, "cpu", 0, array.dtype, array.shape, address_of(array))
         self.outputs: list[np.ndarray] = []
         self.addresses: list[int] = []

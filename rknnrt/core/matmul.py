@@ -1,0 +1,556 @@
+"""The matmul engine behind rknn_matmul_api.h: C = A·B with no model (facts §4.2, §5.11).
+
+`MatmulContext` validates at create time, copies and converts A and B when they are bound
+(rknn_matmul_set_io_mem rearranges the data, UG 3.5.2: bind again after changing it) and runs
+blindly on numpy's BLAS. Numerics (docs/matmul.md, "Numerics"):
+
+- float A (fp16): float32 products and accumulation; B of an integer type is dequantised to
+  float32 ((B - zp)·scale) when the run is prepared.
+- integer A and B: exact integer sums (float32 BLAS on chunks of K whose sums stay below 2^24,
+  added in float64); per-group B with integer A: float64 BLAS on dequantised B.
+- C: int32/int16 raw sums (saturated); int8 `clamp(round(acc·sA·sB/sC) + zpC)` with round half
+  away from zero; float32, float16 (IEEE round to nearest even) and bfloat16 (same) of
+  `acc·sA·sB/sC`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from . import log, platforms
+from . import matmul_layouts as lay
+from .errors import CTX_INVALID, FAIL, PARAM_INVALID, RknnError
+from .platforms import MatmulFacts, Platform
+
+PLATFORM_ENV = "RKNNRT_PLATFORM"  # the emulated SoC, read at rknn_matmul_create
+DEFAULT_PLATFORM = "rk3588"
+QUANT_TYPES = (
+    "PER_LAYER_SYM",
+    "PER_LAYER_ASYM",
+    "PER_CHANNEL_SYM",
+    "PER_CHANNEL_ASYM",
+    "PER_GROUP_SYM",
+    "PER_GROUP_ASYM",
+)  # rknn_matmul_quant_type, in enum order
+LAYOUTS = ("NORM", "NATIVE", "TP_NORM")  # RKNN_MM_LAYOUT_*, in enum order
+_TOKENS = {"FLOAT16": "float16", "FLOAT32": "float32", "BFLOAT16": "bfloat16", "INT4": "int4",
+           "INT8": "int8", "INT16": "int16", "INT32": "int32"}  # fmt: skip
+_RANGE = {"int4": (-8, 7), "int8": (-128, 127), "int16": (-(2**15), 2**15 - 1),
+          "int32": (-(2**31), 2**31 - 1)}  # fmt: skip
+_EXACT = 2**24  # float32 holds every integer up to this
+
+
+class MatmulType(NamedTuple):
+    name: str
+    a: str
+    b: str
+    c: str
+
+    @classmethod
+    def parse(cls, name: str) -> MatmulType:
+        a, rest = name.removeprefix("RKNN_").split("_MM_")
+        b, c = rest.split("_TO_")
+        return cls(name, _TOKENS[a], _TOKENS[b], _TOKENS[c])
+
+    @property
+    def raw_output(self) -> bool:  # C holds the integer sums themselves
+        return self.c in ("int32", "int16")
+
+    @property
+    def float_output(self) -> bool:
+        return self.c in ("float32", "float16", "bfloat16")
+
+    def b_quant_allowed(self, quant: str) -> bool:
+        if self.b == "float16":
+            return quant == "PER_LAYER_SYM"
+        if quant.startswith("PER_CHANNEL"):  # refused for 9 (airockchip/rknn-toolkit2#550 log)
+            return self.a != self.b or self.c in ("int32", "int8")
+        if quant.startswith("PER_GROUP"):  # group scales need a float output
+            return self.float_output
+        return True
+
+
+TYPES = {t.name: t for t in map(MatmulType.parse, (
+    "RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32", "RKNN_INT8_MM_INT8_TO_INT32", "RKNN_INT8_MM_INT8_TO_INT8",
+    "RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT16", "RKNN_FLOAT16_MM_INT8_TO_FLOAT32",
+    "RKNN_FLOAT16_MM_INT8_TO_FLOAT16", "RKNN_FLOAT16_MM_INT4_TO_FLOAT32",
+    "RKNN_FLOAT16_MM_INT4_TO_FLOAT16", "RKNN_INT8_MM_INT8_TO_FLOAT32",
+    "RKNN_INT4_MM_INT4_TO_INT16", "RKNN_INT8_MM_INT4_TO_INT32",
+    "RKNN_FLOAT16_MM_INT4_TO_BFLOAT16", "RKNN_INT8_MM_INT4_TO_FLOAT16",
+))}  # fmt: skip
+
+
+class Shape(NamedTuple):
+    M: int
+    K: int
+    N: int
+
+
+@dataclass(frozen=True)
+class MatmulSpec:
+    """rknn_matmul_info in the runtime's names (M, K, N travel as Shapes)."""
+
+    type: str
+    b_layout: str = "NORM"
+    ac_layout: str = "NORM"
+    b_quant: str = "PER_LAYER_SYM"
+    ac_quant: str = "PER_LAYER_SYM"
+    group_size: int = 0
+
+
+@dataclass(frozen=True)
+class TensorAttr:
+    """One rknn_matmul_tensor_attr: name, dims in the chosen layout, bytes and dtype."""
+
+    name: str
+    dims: tuple[int, ...]
+    size: int
+    dtype: str
+
+
+@dataclass
+class Window:
+    """The caller's memory behind one rknn_tensor_mem (`size` bytes at virt_addr + offset)."""
+
+    cpu: np.ndarray  # uint8 view: what the CPU reads and writes
+    device: np.ndarray | None = None  # the NPU's view, where rknnrt models a cache
+    alive: Callable[[], bool] | None = None  # False once rknn_destroy_mem freed it
+
+
+def emulated_platform() -> Platform:
+    name = os.environ.get(PLATFORM_ENV, DEFAULT_PLATFORM)
+    try:
+        return platforms.get(name)
+    except KeyError:
+        known = ", ".join(platforms.PLATFORMS)
+        raise RknnError(
+            FAIL, f"{PLATFORM_ENV}={name!r} is not a platform; use one of {known}"
+        ) from None
+
+
+def facts_for(platform: Platform) -> MatmulFacts:
+    if platform.matmul_facts is None:
+        raise RknnError(
+            FAIL,
+            f"the matmul API is not supported on {platform.name} "
+            f"({platform.runtime_library}); set {PLATFORM_ENV} to an RK35xx or rv1126b",
+        )
+    return platform.matmul_facts
+
+
+def check_spec(platform: Platform, spec: MatmulSpec) -> MatmulType:
+    """The type of a valid spec; RKNN_ERR_PARAM_INVALID naming the fix otherwise."""
+    facts = facts_for(platform)
+    mtype = TYPES[spec.type]
+    if spec.type not in facts.types:
+        raise RknnError(
+            PARAM_INVALID,
+            f"unsupported matmul dtype: {spec.type} on {platform.name}"
+            f"; supported: {', '.join(sorted(facts.types))}",
+        )
+    if spec.b_layout == "TP_NORM" and not facts.tp_norm:
+        raise RknnError(
+            PARAM_INVALID,
+            f"B_layout RKNN_MM_LAYOUT_TP_NORM is not supported on "
+            f"{platform.name}; use NORM or NATIVE",
+        )
+    if spec.ac_layout == "TP_NORM":
+        raise RknnError(PARAM_INVALID, "AC_layout must be RKNN_MM_LAYOUT_NORM or NATIVE")
+    if not mtype.b_quant_allowed(spec.b_quant):
+        raise RknnError(
+            PARAM_INVALID,
+            f"B_quant_type = RKNN_QUANT_TYPE_{spec.b_quant} is not supported for {spec.type}",
+        )
+    if spec.ac_quant not in ("PER_LAYER_SYM", "PER_LAYER_ASYM"):
+        raise RknnError(PARAM_INVALID, "AC_quant_type must be PER_LAYER_SYM or PER_LAYER_ASYM")
+    if spec.b_quant.startswith("PER_GROUP") and spec.group_size <= 0:
+        raise RknnError(PARAM_INVALID, f"group_size {spec.group_size} must be > 0 for per-group B")
+    return mtype
+
+
+def plan(
+    facts: MatmulFacts, mtype: MatmulType, spec: MatmulSpec, shape: Shape, what: str = "info"
+) -> dict[str, TensorAttr]:
+    """io_attr for one valid shape: A, B, C with dims in the chosen layouts."""
+    m, k, n = shape
+    if min(shape) <= 0:
+        raise RknnError(PARAM_INVALID, f"{what}: M, K, N = {m}, {k}, {n} must all be > 0")
+    if facts.k_max is not None and k > facts.k_max:
+        raise RknnError(PARAM_INVALID, f"{what}: K = {k} > {facts.k_max}, the limit here")
+    if n > facts.n_max[mtype.a]:
+        raise RknnError(PARAM_INVALID, f"{what}: N = {n} > {facts.n_max[mtype.a]}, the limit here")
+    if spec.b_quant.startswith("PER_GROUP") and k % spec.group_size:
+        raise RknnError(
+            PARAM_INVALID, f"{what}: K = {k} is not a multiple of group_size {spec.group_size}"
+        )
+    sub_n, sub_k = facts.b_sub[mtype.a]
+    dims = {
+        "A": [m, k] if spec.ac_layout == "NORM" else lay.perf_dims(m, k, facts.a_sub[mtype.a]),
+        "B": {"NORM": [k, n], "TP_NORM": [n, k]}.get(spec.b_layout)
+        or lay.native_b_dims(k, n, sub_n, sub_k),
+        "C": [m, n] if spec.ac_layout == "NORM" else lay.perf_dims(m, n, facts.c_sub[mtype.c]),
+    }
+    dtypes = {"A": mtype.a, "B": mtype.b, "C": mtype.c}
+    attrs = {}
+    for name, d in dims.items():
+        size = lay.nbytes(int(np.prod(d)), dtypes[name])
+        if size >= 2**32:
+            raise RknnError(PARAM_INVALID, f"{what}: {name} would need {size} bytes (> 4 GiB)")
+        attrs[name] = TensorAttr(name, tuple(d), size, dtypes[name])
+    if k % sub_k or n % sub_n:
+        log.warning(
+            f"rknn_matmul_create: K = {k}, N = {n} are not multiples of {sub_k}, "
+            f"{sub_n} (the native B blocks the header asks for); rknnrt zero-pads"
+        )
+    return attrs
+
+
+@dataclass
+class Quant:
+    """Scale and zero point of one tensor, as set (float32 scales widened to float64)."""
+
+    scale: np.ndarray = field(default_factory=lambda: np.ones(1))
+    zp: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+
+
+@dataclass
+class _Prepared:
+    """What a run needs of B and the quantisation, computed once per binding and parameters."""
+
+    b: np.ndarray  # float32 (float path, exact path) or float64 (per-group integer A)
+    mult: np.ndarray | float  # applied to the sums: sA·sB/sC (per column or scalar)
+    colsum: np.ndarray | None = None  # Σ_k B, for A's zero point
+    chunk: int = 0  # exact path: K rows per float32 product
+
+
+@dataclass
+class _Input:
+    """A bound A or B: the converted copy, and a sample of the caller's bytes taken then."""
+
+    values: np.ndarray
+    window: Window
+    probe: np.ndarray
+    seen: np.ndarray
+    warned: bool = False
+
+    @classmethod
+    def take(cls, values: np.ndarray, window: Window, size: int) -> _Input:
+        probe = np.unique(np.linspace(0, size - 1, min(size, 257)).astype(np.intp))
+        return cls(values, window, probe, window.cpu[probe].copy())
+
+    def check(self, name: str) -> None:
+        """Warn once when rknnrt memory changed after set_io_mem (the run uses the old copy)."""
+        w = self.window
+        if self.warned or w.alive is None or not w.alive():
+            return
+        if not np.array_equal(w.cpu[self.probe], self.seen):
+            self.warned = True
+            log.warning(
+                f"rknn_matmul_run: the memory of {name} changed after "
+                f"rknn_matmul_set_io_mem, which copied and rearranged it then; this run "
+                f"uses the old data: call rknn_matmul_set_io_mem({name}) after each "
+                "change (UG 3.5.2)"
+            )
+
+
+class MatmulContext:
+    """One rknn_matmul_ctx: the spec, its shapes, the bound memory and quantisation."""
+
+    def __init__(self, platform: Platform, spec: MatmulSpec, shapes: list[Shape]) -> None:
+        self.destroyed = False
+        self.platform = platform
+        self.mtype = check_spec(platform, spec)
+        self.facts, self.spec, self.shapes = facts_for(platform), spec, shapes
+        self.attrs = [
+            plan(self.facts, self.mtype, spec, s, f"shape {i} {tuple(s)}")
+            for i, s in enumerate(shapes)
+        ]
+        self.current = 0
+        self.core_mask = 0
+        self.quant = {"A": Quant(), "B": Quant(), "C": Quant()}
+        self._busy = threading.Lock()
+        self._bound: dict[str, _Input] = {}  # A, B
+        self._c: Window | None = None
+        self._serial = 0  # bumps whenever B or the quantisation changes
+        self._prepared: tuple[int, _Prepared] | None = None
+
+    # -- state ------------------------------------------------------------------------------
+    @contextmanager
+    def call(self, name: str) -> Iterator[MatmulContext]:
+        """Run one API call: refuse destroyed contexts and a second thread."""
+        if self.destroyed:
+            raise RknnError(CTX_INVALID, f"{name}: matmul context has been destroyed")
+        if not self._busy.acquire(blocking=False):
+            raise RknnError(
+                FAIL,
+                f"{name}: this matmul context is in use by another thread; "
+                "give each thread its own context",
+            )
+        try:
+            yield self
+        finally:
+            self._busy.release()
+
+    @property
+    def shape(self) -> Shape:
+        return self.shapes[self.current]
+
+    def destroy(self) -> None:
+        self.destroyed = True
+        self._bound.clear()
+        self._c = None
+        self._prepared = None
+
+    def set_core_mask(self, mask: int) -> None:
+        if not self.platform.core_masks:
+            raise RknnError(FAIL, f"not supported on {self.platform.name} (one NPU core)")
+        if mask not in self.platform.core_masks:
+            valid = ", ".join(hex(m) for m in sorted(self.platform.core_masks))
+            raise RknnError(PARAM_INVALID, f"core mask {mask:#x} is not valid here; valid: {valid}")
+        if mask.bit_count() > 1:  # the board's words (airockchip/rknn-toolkit2#7, #253)
+            self.core_mask = 0
+            raise RknnError(
+                FAIL,
+                f"Not support core mask: {mask}, fallback to single core auto "
+                "mode (matmul runs on one core; use several contexts)",
+            )
+        self.core_mask = mask
+
+    def set_dynamic_shape(self, shape: Shape) -> None:
+        if shape not in self.shapes:
+            listed = ", ".join(str(tuple(s)) for s in self.shapes)
+            raise RknnError(
+                PARAM_INVALID,
+                f"shape (M, K, N) = {tuple(shape)} was not given to "
+                f"rknn_matmul_create_dynamic_shape; choose one of {listed}",
+            )
+        index = self.shapes.index(shape)
+        if index != self.current:
+            self.current = index
+            self._bound.clear()  # A, B and C are laid out per shape: bind them again
+            self._c = None
+            self._serial += 1
+
+    # -- quantisation -------------------------------------------------------------------------
+    def _expected_len(self, name: str) -> int:
+        if name != "B" or self.spec.b_quant.startswith("PER_LAYER"):
+            return 1
+        m, k, n = self.shape
+        return n if self.spec.b_quant.startswith("PER_CHANNEL") else k // self.spec.group_size * n
+
+    def set_quant_params(self, name: str, scale: np.ndarray, zp: np.ndarray) -> None:
+        attr = self._attr_named(name, "params->name")
+        if self.mtype.a == self.mtype.b == "float16" or (name == "C" and self.mtype.raw_output):
+            raise RknnError(
+                PARAM_INVALID, f"{name} of {self.mtype.name} has no quantisation parameters"
+            )
+        need = self._expected_len(name)
+        if scale.size != need or zp.size not in (0, need):
+            raise RknnError(
+                PARAM_INVALID,
+                f"{name}: scale_len {scale.size} / zp_len {zp.size} "
+                f"must be {need} / 0 or {need} for this quant type and shape",
+            )
+        if not np.all(np.isfinite(scale) & (scale > 0)):
+            raise RknnError(PARAM_INVALID, f"{name}: every scale must be finite and > 0")
+        zp = zp.astype(np.int64) if zp.size else np.zeros(need, np.int64)
+        lo, hi = _RANGE.get(attr.dtype, (0, 0))  # float tensors: zero point 0
+        quant_type = self.spec.b_quant if name == "B" else self.spec.ac_quant
+        if quant_type.endswith("_SYM"):
+            lo = hi = 0
+        if zp.size and (zp.min() < lo or zp.max() > hi):
+            raise RknnError(
+                PARAM_INVALID,
+                f"{name}: zero points must lie in [{lo}, {hi}] "
+                f"({attr.dtype}, RKNN_QUANT_TYPE_{quant_type})",
+            )
+        self.quant[name] = Quant(scale.astype(np.float32).astype(np.float64), zp)
+        self._serial += 1
+
+    def get_quant_params(self) -> tuple[float, Quant]:
+        """(B's normalised scale: C's scale is A's times it, B's parameters as set)."""
+        if self.mtype.name != "RKNN_INT8_MM_INT8_TO_INT32":
+            raise RknnError(PARAM_INVALID, "only supported for RKNN_INT8_MM_INT8_TO_INT32")
+        return float(self.quant["B"].scale.max()), self.quant["B"]
+
+    # -- memory -------------------------------------------------------------------------------
+    def _attr_named(self, name: str, what: str) -> TensorAttr:
+        attrs = self.attrs[self.current]
+        if name not in attrs:
+            raise RknnError(
+                PARAM_INVALID, f"{what} '{name}' is not A, B or C; use the names in io_attr"
+            )
+        return attrs[name]
+
+    def set_io_mem(self, given: TensorAttr, window: Window) -> None:
+        attr = self._attr_named(given.name, "attr->name")
+        if given != attr:
+            raise RknnError(
+                PARAM_INVALID,
+                f"attr of {attr.name} (dims {list(given.dims)}, size "
+                f"{given.size}) is not the current shape's (dims {list(attr.dims)}, "
+                f"size {attr.size}); pass io_attr.{attr.name} of the shape in use",
+            )
+        if window.cpu.size < attr.size:
+            raise RknnError(
+                PARAM_INVALID,
+                f"mem of {window.cpu.size} bytes < io_attr."
+                f"{attr.name}.size = {attr.size}; allocate rknn_create_mem(ctx, "
+                f"io_attr.{attr.name}.size)",
+            )
+        if attr.name == "C":
+            self._c = window
+            return
+        self._bound[attr.name] = _Input.take(self._read(attr, window.cpu), window, attr.size)
+        if attr.name == "B":
+            self._serial += 1
+
+    def _read(self, attr: TensorAttr, raw: np.ndarray) -> np.ndarray:
+        """A as float32 [M, K]; B as float32 [K, N] (fp16) or int16 [K, N]: copies."""
+        m, k, n = self.shape
+        flat = lay.from_bytes(raw, int(np.prod(attr.dims)), attr.dtype)
+        if attr.name == "A":
+            a = (
+                flat.reshape(m, k)
+                if self.spec.ac_layout == "NORM"
+                else lay.from_perf(flat, m, k, self.facts.a_sub[self.mtype.a])
+            )
+            return np.ascontiguousarray(a, np.float32)
+        if self.spec.b_layout == "NATIVE":
+            sub_n, sub_k = self.facts.b_sub[self.mtype.a]
+            b = lay.from_native_b(flat, k, n, sub_n, sub_k, self.facts.k_segment)
+        else:
+            b = flat.reshape(k, n) if self.spec.b_layout == "NORM" else flat.reshape(n, k).T
+        return np.ascontiguousarray(b, np.float32 if attr.dtype == "float16" else np.int16)
+
+    # -- run ----------------------------------------------------------------------------------
+    def run(self) -> None:
+        missing = [x for x in "AB" if x not in self._bound] + ["C"] * (self._c is None)
+        if missing:
+            raise RknnError(
+                PARAM_INVALID,
+                f"{', '.join(missing)} not set: call "
+                "rknn_matmul_set_io_mem for A, B and C (again after "
+                "rknn_matmul_set_dynamic_shape)",
+            )
+        c_window = self._c
+        assert c_window is not None
+        if c_window.alive is not None and not c_window.alive():
+            raise RknnError(PARAM_INVALID, "the memory bound to C was destroyed; bind live memory")
+        for name, bound in self._bound.items():
+            bound.check(name)
+        if self._prepared is None or self._prepared[0] != self._serial:
+            self._prepared = (self._serial, self._prepare())
+        self._write_c(self._compute(self._bound["A"].values, self._prepared[1]), c_window)
+
+    def _prepare(self) -> _Prepared:
+        m, k, n = self.shape
+        qa, qb, qc = self.quant["A"], self.quant["B"], self.quant["C"]
+        need = self._expected_len("B")
+        if qb.scale.size not in (1, need):  # 1: never set, scale 1.0 everywhere (RT)
+            raise RknnError(
+                PARAM_INVALID,
+                f"B has {qb.scale.size} quantisation scales but shape "
+                f"{tuple(self.shape)} needs {need}; call "
+                "rknn_matmul_set_quant_params again",
+            )
+        b = self._bound["B"].values
+        if self.mtype.b == "float16":
+            return _Prepared(b, float(qa.scale[0] / qc.scale[0]))
+        group = self.spec.group_size if self.spec.b_quant.startswith("PER_GROUP") else 0
+        rows = k // group if group else 1
+        s_b = np.broadcast_to(
+            qb.scale.reshape(rows, -1) if qb.scale.size > 1 else qb.scale, (rows, n)
+        )
+        z_b = np.broadcast_to(qb.zp.reshape(rows, -1) if qb.zp.size > 1 else qb.zp, (rows, n))
+        if group:
+            s_b, z_b = np.repeat(s_b, group, axis=0), np.repeat(z_b, group, axis=0)
+        centred = b.astype(np.int64) - z_b  # B - zp, exact
+        a_scale = qa.scale[0] / qc.scale[0]
+        if self.mtype.a == "float16" or group:  # dequantise B
+            dtype = np.float64 if self.mtype.a != "float16" else np.float32
+            deq = np.ascontiguousarray(centred * s_b, dtype)
+            colsum = deq.sum(axis=0, dtype=np.float64) if qa.zp[0] else None
+            return _Prepared(deq, a_scale, colsum)
+        mult = s_b[0] * a_scale
+        if self.mtype.raw_output:  # one scale for C: B renormalised to max(scale) (get_quant)
+            ratio = s_b[0] / s_b[0].max()
+            if not np.all(ratio == 1):
+                centred = _round_away(centred * ratio).astype(np.int64)
+        bound = max(1, int(np.abs(centred).max(initial=0)))
+        a_bound = -_RANGE[self.mtype.a][0]
+        colsum = centred.sum(axis=0, dtype=np.int64).astype(np.float64) if qa.zp[0] else None
+        return _Prepared(
+            centred.astype(np.float32), mult, colsum, max(1, _EXACT // (a_bound * bound))
+        )
+
+    def _compute(self, a: np.ndarray, prep: _Prepared) -> np.ndarray:
+        """The sums of A·B scaled to C's units (before C's dtype): [M, N]."""
+        zp_a = float(self.quant["A"].zp[0])
+        if prep.chunk:  # exact integer sums
+            k = a.shape[1]
+            if k <= prep.chunk:
+                acc = np.matmul(a, prep.b)
+            else:
+                acc = np.zeros((a.shape[0], prep.b.shape[1]))
+                for s in range(0, k, prep.chunk):
+                    acc += np.matmul(a[:, s : s + prep.chunk], prep.b[s : s + prep.chunk])
+            if prep.colsum is not None:
+                acc = acc - zp_a * prep.colsum
+            if self.mtype.raw_output:
+                return acc
+            return acc * prep.mult  # float64 for int8 rounding and float outputs
+        acc = np.matmul(a.astype(prep.b.dtype, copy=False), prep.b)
+        if prep.colsum is not None:
+            acc -= (zp_a * prep.colsum).astype(acc.dtype)
+        if np.any(prep.mult != 1):
+            acc *= np.asarray(prep.mult, acc.dtype)
+        return acc
+
+    def _write_c(self, values: np.ndarray, window: Window) -> None:
+        m, k, n = self.shape
+        attr = self.attrs[self.current]["C"]
+        out = to_dtype(values, attr.dtype, float(self.quant["C"].zp[0]))
+        if self.spec.ac_layout == "NATIVE":
+            out = lay.to_perf(out, self.facts.c_sub[attr.dtype])
+        data = out.reshape(-1).view(np.uint8)
+        for view in (window.cpu, window.device):
+            if view is not None:
+                view[: data.size] = data
+
+
+def _round_away(x: np.ndarray) -> np.ndarray:
+    """Round half away from zero (C's round())."""
+    return np.copysign(np.floor(np.abs(x) + 0.5), x)
+
+
+def to_dtype(values: np.ndarray, dtype: str, zp: float = 0.0) -> np.ndarray:
+    """C's elements from the scaled sums: saturated integers, int8 rounded, floats rounded."""
+    if dtype == "float32":
+        return values.astype(np.float32, copy=False)
+    if dtype == "float16":
+        return values.astype(np.float16)
+    if dtype == "bfloat16":
+        bits = values.astype(np.float32).view(np.uint32)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        return np.where(np.isnan(values), 0x7FC0, rounded).astype(np.uint16)
+    lo, hi = _RANGE[dtype]
+    if dtype == "int8":
+        values = _round_away(values) + zp
+    return np.clip(values, lo, hi).astype(lay.NUMPY[dtype])
+
+
+def normal_to_native_b(
+    raw: np.ndarray, k: int, n: int, mtype: MatmulType, facts: MatmulFacts
+) -> np.ndarray:
+    """rknn_B_normal_layout_to_native_layout: bytes of B [K, N] -> bytes of native B."""
+    b = lay.from_bytes(raw, k * n, mtype.b).reshape(k, n)
+    sub_n, sub_k = facts.b_sub[mtype.a]
+    return lay.to_bytes(lay.to_native_b(b, sub_n, sub_k, facts.k_segment), mtype.b)
