@@ -479,7 +479,7 @@ class MatmulContext:
             deq = np.ascontiguousarray(centred * s_b, dtype)
             colsum = deq.sum(axis=0, dtype=np.float64) if qa.zp[0] else None
             return _Prepared(deq, a_scale, colsum)
-        mult = s_b[0] * a_scale
+        mult = qa.scale[0] * s_b[0] / qc.scale[0]
         if self.mtype.raw_output:  # one scale for C: B renormalised to max(scale) (get_quant)
             ratio = s_b[0] / s_b[0].max()
             if not np.all(ratio == 1):
