@@ -39,7 +39,7 @@ def pack_int4(values: np.ndarray) -> np.ndarray:
     flat = np.asarray(values).reshape(-1).astype(np.uint8) & 0x0F
     if flat.size % 2:
         flat = np.append(flat, np.uint8(0))
-    return (flat[1::2] | (flat[0::2] << 4)).astype(np.uint8)
+    return (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)
 
 
 def unpack_int4(packed: np.ndarray, count: int) -> np.ndarray:

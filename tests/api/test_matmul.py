@@ -99,7 +99,9 @@ def native_b_index(k: int, n: int, sub_n: int, sub_k: int, segment: int | None) 
         stop = min(start + segment, k) if segment and k > segment else k
         k1 = cdiv(stop - start, sub_k)
         kl, nl = kk[start:stop] - start, nn[start:stop]
-        index[start:stop] = offset + (((nl // sub_n) * k1 + kl // sub_k) * sub_n + nl % sub_n) * sub_k + kl % sub_k
+        index[start:stop] = (
+            offset + (((nl // sub_n) * k1 + kl // sub_k) * sub_n + nl % sub_n) * sub_k + kl % sub_k
+        )
         offset += cdiv(n, sub_n) * k1 * sub_n * sub_k
     return index
 
@@ -289,7 +291,9 @@ def run_case(capi, matmul, plat: str, mtype: int, shape, b_layout: int, ac_layou
     if ct.startswith("int"):
         np.testing.assert_array_equal(got, expected)
     else:
-        assert np.all(np.abs(got - expected) <= tolerance), np.max(np.abs(got - expected) - tolerance)
+        assert np.all(np.abs(got - expected) <= tolerance), np.max(
+            np.abs(got - expected) - tolerance
+        )
 
 
 def layout_quant(mtype: int, k: int, n: int) -> Quant:
@@ -317,7 +321,9 @@ def test_every_type_and_layout_matches_reference(capi, matmul, platform, plat, n
     """Shapes on no native block boundary: M=3, K=70, N=37."""
     platform(plat)
     mtype = T[name]
-    run_case(capi, matmul, plat, mtype, (3, 70, 37), b_layout, ac_layout, layout_quant(mtype, 70, 37))
+    run_case(
+        capi, matmul, plat, mtype, (3, 70, 37), b_layout, ac_layout, layout_quant(mtype, 70, 37)
+    )
 
 
 QUANT_CASES = [  # (platform, type, B quant, group size, A/C asymmetric)
@@ -424,7 +430,9 @@ def test_dynamic_shape_switches_between_three_shapes(capi, platform):
             sub_a, (sub_n, sub_k) = NATIVE_A["rk3588"]["int8"], NATIVE_B["rk3588"]["int8"]
             assert list(io[i].A.dims[:3]) == [cdiv(k, sub_a), m, sub_a]
             a, b = random_matrix("int8", (m, k)), random_matrix("int8", (k, n))
-            bufs["A"][: io[i].A.size] = to_bytes(scatter(a, perf_index(m, k, sub_a), io[i].A.size), "int8")
+            bufs["A"][: io[i].A.size] = to_bytes(
+                scatter(a, perf_index(m, k, sub_a), io[i].A.size), "int8"
+            )
             b_flat = scatter(b, native_b_index(k, n, sub_n, sub_k, 8192), io[i].B.size)
             bufs["B"][: io[i].B.size] = to_bytes(b_flat, "int8")
             for x in "ABC":
@@ -677,7 +685,9 @@ def test_quant_params_refused_where_nothing_is_quantised(capi, matmul, rknn_log)
     one_error(rknn_log, "rknn_matmul_set_quant_params", "has no quantisation parameters")
     params, scale = rk.rknn_quant_params(), ctypes.c_float()
     assert capi(rk.rknn_matmul_get_quant_params, ctx, params, scale) == -5
-    one_error(rknn_log, "rknn_matmul_get_quant_params", "only supported for RKNN_INT8_MM_INT8_TO_INT32")
+    one_error(
+        rknn_log, "rknn_matmul_get_quant_params", "only supported for RKNN_INT8_MM_INT8_TO_INT32"
+    )
 
 
 def test_set_dynamic_shape_unknown_shape(capi, bound, rknn_log):
@@ -695,7 +705,9 @@ def test_core_mask_on_single_core_platform_fails(capi, matmul, platform, rknn_lo
 
 def test_destroyed_and_foreign_handles(capi, ctx, rknn_log):
     mctx, io = rk.rknn_matmul_ctx(), rk.rknn_matmul_io_attr()
-    assert capi(rk.rknn_matmul_create, mctx, make_info(T["INT8_MM_INT8_TO_INT32"], 1, 32, 32), io) == 0
+    assert (
+        capi(rk.rknn_matmul_create, mctx, make_info(T["INT8_MM_INT8_TO_INT32"], 1, 32, 32), io) == 0
+    )
     assert capi(rk.rknn_matmul_destroy, mctx) == 0
     for call in (rk.rknn_matmul_run, rk.rknn_matmul_destroy):
         assert capi(call, mctx) == rk.RKNN_ERR_CTX_INVALID

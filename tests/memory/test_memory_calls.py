@@ -309,3 +309,32 @@ def test_mem_sync_modes(ctx) -> None:
         assert rk.rknn_mem_sync(0, mem, mode) == 0  # ctx may be NULL (UG 5.10)
     assert rk.rknn_mem_sync(ctx, mem, 4) == rk.RKNN_ERR_PARAM_INVALID
     assert rk.rknn_mem_sync(ctx, None, 1) == rk.RKNN_ERR_PARAM_INVALID
+
+
+def test_zero_copy_only_platform_and_device_mem_info(make_ctx, convert, default_onnx,
+                                                     reference, rknn_log) -> None:  # fmt: skip
+    """RK2118: no general API, but zero-copy runs; DEVICE_MEM_INFO describes the model buffer."""
+    from test_init_flags import mem_size  # noqa: PLC0415
+
+    model = convert(
+        default_onnx,
+        target_platform="rk2118",
+        mean_values=[[123.675, 116.28, 103.53]],
+        std_values=[[58.395, 57.12, 57.375]],
+    )
+    ctx = make_ctx(model)
+    info = rk.rknn_tensor_mem()
+    assert rk.rknn_query(ctx, rk.RKNN_QUERY_DEVICE_MEM_INFO, ctypes.byref(info),
+                         ctypes.sizeof(info)) == 0  # fmt: skip
+    assert info.size == mem_size(ctx).total_weight_size and info.fd > 0 and info.phys_addr
+    assert os.readlink(f"/proc/self/fd/{info.fd}").startswith("/memfd:rknnrt")
+    image = default_input(seed=31)
+    inputs = (rk.rknn_input * 1)()
+    inputs[0].buf, inputs[0].size = image.ctypes.data, image.nbytes
+    assert rk.rknn_inputs_set(ctx, 1, inputs) == rk.RKNN_ERR_FAIL
+    assert "rknn_inputs_set is not supported on rk2118" in rknn_log.take("E")[-1]
+    imem, omem = bind_zero_copy(ctx)
+    view(imem)[:] = image.reshape(-1)
+    assert rk.rknn_run(ctx, None) == 0
+    np.testing.assert_allclose(view(omem, np.float32), reference(image)[0], rtol=1e-4, atol=1e-6)
+    assert not rk.rknn_create_mem_from_fd(ctx, imem.contents.fd, None, 16, 0)  # not on RK2118
