@@ -89,7 +89,9 @@ def _window(mem: Any) -> mm.Window:
     cpu = bytes_at((m.virt_addr or 0) and m.virt_addr + m.offset, m.size, "mem->virt_addr")
     try:
         memory = memory_api.lookup(mem)
-    except RknnError:  # the caller's own memory, described by hand
+    except RknnError:  # the caller's own memory described by hand, or freed rknnrt memory
+        if m.flags == c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE:
+            raise RknnError(PARAM_INVALID, "mem was freed by rknn_destroy_mem") from None
         return mm.Window(cpu)
     device = memory.device if memory.buffer.two_views else None
     return mm.Window(cpu, device, lambda: not memory.destroyed)

@@ -32,6 +32,7 @@ from .structs import (
     rknn_init_extend,
     rknn_input,
     rknn_input_output_num,
+    rknn_input_range,
     rknn_mem_size,
     rknn_output,
     rknn_output_extend,
@@ -42,12 +43,13 @@ from .structs import (
     rknn_tensor_attr,
     rknn_tensor_mem,
 )  # fmt: skip
-from .translate import QUERY_NAMES, fill_attr, format_name, init_flags, type_name
+from .translate import FORMAT_CODES, QUERY_NAMES, fill_attr, format_name, init_flags, type_name
 
 __all__ = [
     "rknn_init", "rknn_destroy", "rknn_query", "rknn_inputs_set", "rknn_run", "rknn_outputs_get",
     "rknn_outputs_release", "rknn_dup_context", "rknn_set_core_mask", "rknn_set_batch_core_num",
-    "rknn_set_io_mem", "rknn_set_weight_mem", "rknn_set_internal_mem",
+    "rknn_set_io_mem", "rknn_set_weight_mem", "rknn_set_internal_mem", "rknn_set_input_shapes",
+    "rknn_set_input_shape",
 ]  # fmt: skip
 
 
@@ -107,6 +109,7 @@ def rknn_destroy(context: Any) -> None:
     ctx = _ctx(handle)
     registry.remove(handle)
     ctx.destroy()
+    _pending_shapes.pop(handle, None)
     leaked = memory_api.release_owned(handle)
     if leaked:
         log.warning(
@@ -136,6 +139,27 @@ def _query_attr(is_input: bool, native: bool = False, nhwc: bool = False) -> Cal
             fill_attr(info, ctx.output_attr(info.index, native=native, nhwc=nhwc))
 
     return fill
+
+
+def _query_current(is_input: bool, native: bool) -> Callable[..., None]:
+    def fill(ctx: Context, info: rknn_tensor_attr) -> None:
+        if is_input:
+            fill_attr(info, ctx.current_input_attr(info.index, native))
+        else:
+            fill_attr(info, ctx.current_output_attr(info.index, native))
+
+    return fill
+
+
+def _query_dynamic_range(ctx: Context, info: rknn_input_range) -> None:
+    name, fmt, shapes = ctx.dynamic_range(info.index)
+    info.name = name.encode()[:255]
+    info.fmt = FORMAT_CODES[fmt]
+    info.shape_number = len(shapes)
+    info.n_dims = len(shapes[0])
+    for s, shape in enumerate(shapes):
+        for d, value in enumerate(shape):
+            info.dyn_range[s][d] = value
 
 
 def _query_io_num(ctx: Context, info: rknn_input_output_num) -> None:
@@ -192,6 +216,11 @@ _QUERIES: dict[str, tuple[type[ctypes.Structure], Callable[[Context, Any], None]
     "RKNN_QUERY_PERF_RUN": (rknn_perf_run, _query_perf_run),
     "RKNN_QUERY_PERF_DETAIL": (rknn_perf_detail, _query_perf_detail),
     "RKNN_QUERY_DEVICE_MEM_INFO": (rknn_tensor_mem, _query_device_mem_info),
+    "RKNN_QUERY_INPUT_DYNAMIC_RANGE": (rknn_input_range, _query_dynamic_range),
+    "RKNN_QUERY_CURRENT_INPUT_ATTR": (rknn_tensor_attr, _query_current(True, False)),
+    "RKNN_QUERY_CURRENT_OUTPUT_ATTR": (rknn_tensor_attr, _query_current(False, False)),
+    "RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR": (rknn_tensor_attr, _query_current(True, True)),
+    "RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR": (rknn_tensor_attr, _query_current(False, True)),
 }
 
 
@@ -366,5 +395,67 @@ def rknn_set_internal_mem(context: Any, mem: Any) -> None:
     ctx.enter("rknn_set_internal_mem")
     try:
         ctx.set_internal_mem(memory)
+    finally:
+        ctx.leave()
+
+
+def _model_layout_shape(ctx: Context, a: rknn_tensor_attr, what: str) -> tuple[int, list[int]]:
+    """(index, shape in the model's layout) of one attr given to rknn_set_input_shape(s)."""
+    index = int(a.index)
+    if not 0 <= index < ctx.io_num()[0]:
+        raise RknnError(PARAM_INVALID, f"{what}: input index {index} is out of range")
+    dims = [int(d) for d in a.dims[: min(int(a.n_dims), 16)]]
+    fmt = format_name(a.fmt, what)
+    if len(dims) == 4 and fmt == "NHWC":
+        n, h, w, c = dims
+        return index, [n, c, h, w]
+    if len(dims) == 4 and fmt != "NCHW":
+        raise RknnError(PARAM_INVALID, f"{what}: 4-D input shapes are given as NHWC, not {fmt}")
+    return index, dims
+
+
+@c_api
+def rknn_set_input_shapes(context: Any, n_inputs: int, attr: Any) -> None:
+    """Choose one of the model's input shape sets: one attr per input (index, n_dims, dims,
+    fmt NHWC for 4-D inputs, UNDEFINED otherwise). Rebind inputs and outputs afterwards."""
+    ctx = _ctx(context)
+    ctx.require("rknn_set_input_shapes")
+    count = ctx.io_num()[0]
+    if int(n_inputs) != count:
+        raise RknnError(
+            PARAM_INVALID, f"n_inputs {n_inputs}: give the shapes of all {count} inputs at once"
+        )
+    shapes: list[list[int] | None] = [None] * count
+    for i, a in enumerate(array_at(attr, rknn_tensor_attr, count, "attr")):
+        index, shape = _model_layout_shape(ctx, a, f"attr[{i}]")
+        shapes[index] = shape
+    if any(s is None for s in shapes):
+        raise RknnError(PARAM_INVALID, "every input index must appear once in attr[]")
+    ctx.enter("rknn_set_input_shapes")
+    try:
+        ctx.set_input_shapes(shapes)  # type: ignore[arg-type]
+    finally:
+        ctx.leave()
+
+
+_pending_shapes: dict[int, dict[int, list[int]]] = {}
+
+
+@c_api
+def rknn_set_input_shape(context: Any, attr: Any) -> None:
+    """Deprecated (runtime 1.5.0): one input at a time. Once every input has a shape, the shape
+    set they form is chosen; use rknn_set_input_shapes."""
+    ctx = _ctx(context)
+    ctx.require("rknn_set_input_shape")
+    log.warning("rknn_set_input_shape is deprecated: use rknn_set_input_shapes with all inputs")
+    index, shape = _model_layout_shape(ctx, struct_at(attr, rknn_tensor_attr, "attr"), "attr")
+    pending = _pending_shapes.setdefault(ctx.handle, {})
+    pending[index] = shape
+    count = ctx.io_num()[0]
+    if len(pending) < count:
+        return
+    ctx.enter("rknn_set_input_shape")
+    try:
+        ctx.set_input_shapes([pending[i] for i in range(count)])
     finally:
         ctx.leave()

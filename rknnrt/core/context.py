@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..model import container
 from ..model.meta import ModelMeta
-from . import attrs, log, platforms, sram
+from . import attrs, layouts, log, platforms, sram
 from .errors import (
     CTX_INVALID,
     FAIL,
@@ -60,6 +60,8 @@ class Model:
         self.weights_section = sections.weights
         self.inputs = [InputPlan(i, s, self.platform) for i, s in enumerate(self.meta.inputs)]
         self.outputs = [OutputPlan(i, s) for i, s in enumerate(self.meta.outputs)]
+        self.dynamic = bool(self.meta.input_shape_sets)
+        self._plans: dict[int, tuple[list[InputPlan], list[OutputPlan]]] = {}
         log.info(
             f"RKNN Runtime Information, librknnrt version: {API_VERSION}; "
             f"RKNN Driver Information, version: {DRIVER_VERSION}"
@@ -69,6 +71,28 @@ class Model:
             f"{self.meta.toolkit_version}, target platform: {self.meta.target_platform}, "
             f"framework name: {self.meta.framework}, framework layout: NCHW"
         )
+
+    def plans_for(self, index: int) -> tuple[list[InputPlan], list[OutputPlan]]:
+        """Input and output plans of shape set `index` (made once, then shared)."""
+        if index not in self._plans:
+            meta = self.meta
+            ins = [
+                InputPlan(i, replace(spec, shape=shape), self.platform)
+                for i, (spec, shape) in enumerate(zip(meta.inputs, meta.input_shape_sets[index]))
+            ]
+            outs = [
+                OutputPlan(i, replace(spec, shape=shape))
+                for i, (spec, shape) in enumerate(zip(meta.outputs, meta.output_shape_sets[index]))
+            ]
+            self._plans[index] = (ins, outs)
+        return self._plans[index]
+
+    def find_shape_set(self, shapes: list[list[int]]) -> int | None:
+        """The index of the set whose input shapes (model layout) are `shapes`."""
+        for index, shape_set in enumerate(self.meta.input_shape_sets):
+            if shape_set == shapes:
+                return index
+        return None
 
     def program(self, weights: np.ndarray, in_place: bool = False) -> Program:
         return Program(self.meta, self.graph, weights, in_place)
@@ -92,6 +116,7 @@ class IoBinding:
     fmt: str
     pass_through: bool = False
     w_stride: int = 0
+    shape_set: int | None = None  # the dynamic shape set the binding was made for
 
 
 _raised_priority = False
@@ -135,6 +160,10 @@ class Context:
         self.outside = "RKNN_FLAG_MEM_ALLOC_OUTSIDE" in flags
         self.info_only = "RKNN_FLAG_COLLECT_MODEL_INFO_ONLY" in flags
         self.internal_outside = self.outside or "RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE" in flags
+        # The plans of the current shapes (a dynamic model switches them with set_input_shapes)
+        self.inputs, self.outputs = model.inputs, model.outputs
+        self.shape_set: int | None = None
+        self._per_set: dict[int | None, tuple[list[np.ndarray], Binding]] = {}
         self._feed_arrays = [plan.new_buffer() for plan in model.inputs]
         self._binding: Binding | None = None
         self.program: Program | None = None
@@ -188,6 +217,11 @@ class Context:
             self._make_binding()
 
     def _borrow_weights(self, donor: Context | None) -> None:
+        if self.model.dynamic or (donor is not None and donor.model.dynamic):
+            raise RknnError(
+                PARAM_INVALID,
+                "RKNN_FLAG_SHARE_WEIGHT_MEM is not supported for models with dynamic input shapes",
+            )
         if donor is None or donor.destroyed:
             raise RknnError(
                 PARAM_INVALID,
@@ -223,7 +257,80 @@ class Context:
 
     def _make_binding(self) -> None:
         assert self.program is not None
-        self._binding = Binding(self.program, self._feed_arrays, self.model.meta.outputs)
+        specs = [plan.spec for plan in self.outputs]
+        self._binding = Binding(self.program, self._feed_arrays, specs)
+        self._per_set = {self.shape_set: (self._feed_arrays, self._binding)}
+
+    # -- dynamic shapes -----------------------------------------------------------------------
+    def set_input_shapes(self, shapes: list[list[int]]) -> None:
+        """Choose the shape set whose input shapes (model layout) are `shapes` (facts §5.9)."""
+        if not self.model.dynamic:
+            raise RknnError(
+                PARAM_INVALID,
+                "rknn_set_input_shapes: this model has fixed input shapes (convert it with "
+                "config(dynamic_input=...) for shape sets)",
+            )
+        index = self.model.find_shape_set(shapes)
+        if index is None:
+            allowed = "; ".join(
+                ", ".join(str(self.reported_dims(i, s)) for i, s in enumerate(shape_set))
+                for shape_set in self.model.meta.input_shape_sets
+            )
+            asked = ", ".join(str(self.reported_dims(i, s)) for i, s in enumerate(shapes))
+            raise RknnError(
+                PARAM_INVALID,
+                f"rknn_set_input_shapes error: input shapes {asked} are not supported; the "
+                f"supported input shapes are as follows (NHWC for 4-D inputs): {allowed}",
+            )
+        if index == self.shape_set:
+            return
+        self.shape_set = index
+        self.inputs, self.outputs = self.model.plans_for(index)
+        if index in self._per_set:
+            self._feed_arrays, self._binding = self._per_set[index]
+        else:
+            self._feed_arrays = [plan.new_buffer() for plan in self.inputs]
+            if self.program is not None:
+                specs = [plan.spec for plan in self.outputs]
+                self._binding = Binding(self.program, self._feed_arrays, specs)
+                self._per_set[index] = (self._feed_arrays, self._binding)
+        self._inputs_ready = [False] * len(self.inputs)
+        self._has_results = False
+
+    def reported_dims(self, index: int, shape: list[int]) -> list[int]:
+        """Input dims as the runtime reports them: NHWC for 4-D inputs."""
+        return layouts.nchw_to_nhwc_dims(shape) if len(shape) == 4 else list(shape)
+
+    def check_shapes_chosen(self, call: str) -> None:
+        if self.model.dynamic and self.shape_set is None:
+            raise RknnError(
+                FAIL,
+                f"{call}: this model has dynamic input shapes; call rknn_set_input_shapes "
+                "first to choose one of its shape sets",
+            )
+
+    def current_input_attr(self, index: int, native: bool) -> attrs.Attr:
+        self.check_shapes_chosen("RKNN_QUERY_CURRENT_INPUT_ATTR")
+        self._check_index(index, len(self.inputs), "input")
+        plan = self.inputs[index]
+        return plan.native if native else attrs.input_attr(index, plan.spec)
+
+    def current_output_attr(self, index: int, native: bool) -> attrs.Attr:
+        self.check_shapes_chosen("RKNN_QUERY_CURRENT_OUTPUT_ATTR")
+        self._check_index(index, len(self.outputs), "output")
+        spec = self.outputs[index].spec
+        if native:
+            return attrs.native_output_attr(index, spec, self.platform, False)
+        return attrs.output_attr(index, spec)
+
+    def dynamic_range(self, index: int) -> tuple[str, str, list[list[int]]]:
+        """(name, fmt, shapes) of input `index` over every shape set, as reported."""
+        if not self.model.dynamic:
+            raise RknnError(FAIL, "RKNN_QUERY_INPUT_DYNAMIC_RANGE: the model has fixed shapes")
+        self._check_index(index, len(self.model.inputs), "input")
+        spec = self.model.meta.inputs[index]
+        shapes = [self.reported_dims(index, s[index]) for s in self.model.meta.input_shape_sets]
+        return spec.name, "NHWC" if len(spec.shape) == 4 else "UNDEFINED", shapes
 
     def set_weight_mem(self, memory: Memory) -> None:
         if not self.outside:
@@ -366,11 +473,12 @@ class Context:
     def set_io_mem(self, memory: Memory, name: str, dtype: str, fmt: str, pass_through: bool,
                    w_stride: int) -> None:  # fmt: skip
         """Bind `memory` to the input or output called `name` (the attr's name)."""
-        for plan in self.model.inputs:
+        self.check_shapes_chosen("rknn_set_io_mem")
+        for plan in self.inputs:
             if plan.spec.name == name:
                 self._bind_input(plan, memory, dtype, fmt, pass_through, w_stride)
                 return
-        for plan in self.model.outputs:
+        for plan in self.outputs:
             if plan.spec.name == name:
                 self._bind_output(plan, memory, dtype, fmt)
                 return
@@ -394,7 +502,9 @@ class Context:
                 f"{memory.size} ({fmt} {dtype}; allocate attr.size_with_stride bytes, scaled "
                 "by the element size if you changed attr.type)",
             )
-        self._io[("in", plan.index)] = IoBinding(memory, dtype, fmt, pass_through, w_stride)
+        self._io[("in", plan.index)] = IoBinding(
+            memory, dtype, fmt, pass_through, w_stride, self.shape_set
+        )
         self._inputs_ready[plan.index] = True
 
     def _bind_output(self, plan: OutputPlan, memory: Memory, dtype: str, fmt: str) -> None:
@@ -408,7 +518,7 @@ class Context:
                 f"output {plan.index} ({plan.spec.name}): memory size must be: {need}, but is: "
                 f"{memory.size} ({fmt} {dtype} dims {dims})",
             )
-        self._io[("out", plan.index)] = IoBinding(memory, dtype, fmt)
+        self._io[("out", plan.index)] = IoBinding(memory, dtype, fmt, shape_set=self.shape_set)
 
     # -- inference --------------------------------------------------------------------------
     def check_general_api(self, call: str) -> None:
@@ -423,7 +533,8 @@ class Context:
         """items: (index, caller bytes, buffer dtype, buffer fmt, pass_through)."""
         if self.outside:
             self.check_general_api("rknn_inputs_set")
-        count = len(self.model.inputs)
+        self.check_shapes_chosen("rknn_inputs_set")
+        count = len(self.inputs)
         if len(items) != count:
             log.warning(f"rknn_inputs_set: n_inputs {len(items)} != model input number {count}")
         for index, raw, dtype, fmt, pass_through in items:
@@ -433,9 +544,7 @@ class Context:
                     f"rknn_inputs_set: input {index} was bound with rknn_set_io_mem; the general "
                     "API now replaces that binding (do not mix the two APIs on one context)"
                 )
-            self.model.inputs[index].convert(
-                raw, dtype, fmt, pass_through, self._feed_arrays[index]
-            )
+            self.inputs[index].convert(raw, dtype, fmt, pass_through, self._feed_arrays[index])
             self._inputs_ready[index] = True
 
     def _check_runnable(self) -> None:
@@ -451,9 +560,16 @@ class Context:
             raise RknnError(
                 FAIL, "rknn_run: no internal memory: call rknn_set_internal_mem before rknn_run"
             )
-        for kind, plans in (("in", self.model.inputs), ("out", self.model.outputs)):
+        self.check_shapes_chosen("rknn_run")
+        for kind, plans in (("in", self.inputs), ("out", self.outputs)):
             for plan in plans:
                 bound = self._io.get((kind, plan.index))
+                if bound is not None and bound.shape_set != self.shape_set:
+                    raise RknnError(
+                        FAIL,
+                        f"rknn_run: {plan.spec.name}'s memory was bound for other input shapes; "
+                        "call rknn_set_io_mem again after rknn_set_input_shapes",
+                    )
                 if bound is not None and bound.memory.destroyed:
                     raise RknnError(
                         FAIL,
@@ -465,7 +581,7 @@ class Context:
                     raise RknnError(
                         FAIL, f"rknn_run: {what}({plan.spec.name}) tensor not attached to memory"
                     )
-        missing = [p.spec.name for p, ok in zip(self.model.inputs, self._inputs_ready) if not ok]
+        missing = [p.spec.name for p, ok in zip(self.inputs, self._inputs_ready) if not ok]
         raise RknnError(
             INPUT_INVALID,
             f"rknn_run: input(s) {', '.join(missing)} not set; call rknn_inputs_set first",
@@ -485,6 +601,8 @@ class Context:
         ):
             self._check_runnable()
         if self._io:
+            if self.model.dynamic and any(b.shape_set != self.shape_set for b in self._io.values()):
+                self._check_runnable()
             self._read_bound_inputs()
         for index, address in enumerate(binding.addresses):
             if address in self._handed_out:  # the caller still holds last run's buffer
@@ -502,11 +620,11 @@ class Context:
 
     def _read_bound_inputs(self) -> None:
         flush = "RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE" not in self.flags
-        for plan in self.model.inputs:
+        for plan in self.inputs:
             bound = self._io.get(("in", plan.index))
             if bound is None:
                 continue
-            if bound.memory.destroyed:
+            if bound.memory.destroyed or bound.shape_set != self.shape_set:
                 self._check_runnable()
             if flush:
                 bound.memory.sync_to_device()  # the runtime's own flush before the run
@@ -518,7 +636,7 @@ class Context:
     def _write_bound_outputs(self) -> None:
         assert self._binding is not None
         invalidate = "RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE" not in self.flags
-        for plan, result in zip(self.model.outputs, self._binding.outputs):
+        for plan, result in zip(self.outputs, self._binding.outputs):
             bound = self._io.get(("out", plan.index))
             if bound is None:
                 continue
@@ -541,7 +659,7 @@ class Context:
             self.check_general_api("rknn_outputs_get")
         if not self._has_results or self._binding is None:
             raise RknnError(OUTPUT_INVALID, "rknn_outputs_get: no finished run; call rknn_run")
-        count = len(self.model.outputs)
+        count = len(self.outputs)
         if len(requests) > count:
             raise RknnError(
                 PARAM_INVALID, f"rknn_outputs_get: n_outputs {len(requests)} > model's {count}"
@@ -549,7 +667,7 @@ class Context:
         handed = []
         binding = self._binding
         for plan, req, result, result_address in zip(
-            self.model.outputs, requests, binding.outputs, binding.addresses
+            self.outputs, requests, binding.outputs, binding.addresses
         ):
             data = plan.convert(result, req.want_float)
             if req.is_prealloc:
@@ -600,6 +718,10 @@ class Context:
 
     def dup(self) -> Context:
         self.require("rknn_dup_context")
+        if self.model.dynamic:
+            raise RknnError(
+                FAIL, "rknn_dup_context is not supported for models with dynamic input shapes"
+            )
         if self.program is None:
             raise RknnError(FAIL, "rknn_dup_context: the context has no weights loaded")
         return Context(self.model, self.flags, self.priority, source=self)

@@ -42,8 +42,6 @@ QUANT_TYPES = (
 LAYOUTS = ("NORM", "NATIVE", "TP_NORM")  # RKNN_MM_LAYOUT_*, in enum order
 _TOKENS = {"FLOAT16": "float16", "FLOAT32": "float32", "BFLOAT16": "bfloat16", "INT4": "int4",
            "INT8": "int8", "INT16": "int16", "INT32": "int32"}  # fmt: skip
-_RANGE = {"int4": (-8, 7), "int8": (-128, 127), "int16": (-(2**15), 2**15 - 1),
-          "int32": (-(2**31), 2**31 - 1)}  # fmt: skip
 _EXACT = 2**24  # float32 holds every integer up to this
 
 
@@ -361,7 +359,7 @@ class MatmulContext:
         if not np.all(np.isfinite(scale) & (scale > 0)):
             raise RknnError(PARAM_INVALID, f"{name}: every scale must be finite and > 0")
         zp = zp.astype(np.int64) if zp.size else np.zeros(need, np.int64)
-        lo, hi = _RANGE.get(attr.dtype, (0, 0))  # float tensors: zero point 0
+        lo, hi = lay.RANGE.get(attr.dtype, (0, 0))  # float tensors: zero point 0
         quant_type = self.spec.b_quant if name == "B" else self.spec.ac_quant
         if quant_type.endswith("_SYM"):
             lo = hi = 0
@@ -483,9 +481,9 @@ class MatmulContext:
         if self.mtype.raw_output:  # one scale for C: B renormalised to max(scale) (get_quant)
             ratio = s_b[0] / s_b[0].max()
             if not np.all(ratio == 1):
-                centred = _round_away(centred * ratio).astype(np.int64)
+                centred = lay.round_away(centred * ratio).astype(np.int64)
         bound = max(1, int(np.abs(centred).max(initial=0)))
-        a_bound = -_RANGE[self.mtype.a][0]
+        a_bound = -lay.RANGE[self.mtype.a][0]
         colsum = centred.sum(axis=0, dtype=np.int64).astype(np.float64) if qa.zp[0] else None
         return _Prepared(
             centred.astype(np.float32), mult, colsum, max(1, _EXACT // (a_bound * bound))
@@ -517,34 +515,13 @@ class MatmulContext:
     def _write_c(self, values: np.ndarray, window: Window) -> None:
         m, k, n = self.shape
         attr = self.attrs[self.current]["C"]
-        out = to_dtype(values, attr.dtype, float(self.quant["C"].zp[0]))
+        out = lay.to_dtype(values, attr.dtype, float(self.quant["C"].zp[0]))
         if self.spec.ac_layout == "NATIVE":
             out = lay.to_perf(out, self.facts.c_sub[attr.dtype])
         data = out.reshape(-1).view(np.uint8)
         for view in (window.cpu, window.device):
             if view is not None:
                 view[: data.size] = data
-
-
-def _round_away(x: np.ndarray) -> np.ndarray:
-    """Round half away from zero (C's round())."""
-    return np.copysign(np.floor(np.abs(x) + 0.5), x)
-
-
-def to_dtype(values: np.ndarray, dtype: str, zp: float = 0.0) -> np.ndarray:
-    """C's elements from the scaled sums: saturated integers, int8 rounded, floats rounded."""
-    if dtype == "float32":
-        return values.astype(np.float32, copy=False)
-    if dtype == "float16":
-        return values.astype(np.float16)
-    if dtype == "bfloat16":
-        bits = values.astype(np.float32).view(np.uint32)
-        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-        return np.where(np.isnan(values), 0x7FC0, rounded).astype(np.uint16)
-    lo, hi = _RANGE[dtype]
-    if dtype == "int8":
-        values = _round_away(values) + zp
-    return np.clip(values, lo, hi).astype(lay.NUMPY[dtype])
 
 
 def normal_to_native_b(

@@ -24,6 +24,10 @@ NUMPY = {"int4": np.int8, "int8": np.int8, "int16": np.int16, "float16": np.floa
          "bfloat16": np.uint16, "int32": np.int32, "float32": np.float32}  # fmt: skip
 
 
+RANGE = {"int4": (-8, 7), "int8": (-128, 127), "int16": (-(2**15), 2**15 - 1),
+         "int32": (-(2**31), 2**31 - 1)}  # fmt: skip
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -126,3 +130,26 @@ def from_native_b(
         out[s:e] = block.transpose(1, 3, 0, 2).reshape(k1 * sub_k, n1 * sub_n)[: e - s, :n]
         pos += count
     return out
+
+
+# -- C's elements ---------------------------------------------------------------------------
+def round_away(x: np.ndarray) -> np.ndarray:
+    """Round half away from zero (C's round())."""
+    return np.copysign(np.floor(np.abs(x) + 0.5), x)
+
+
+def to_dtype(values: np.ndarray, dtype: str, zp: float = 0.0) -> np.ndarray:
+    """C's elements from the scaled sums: saturated integers, int8 rounded, floats rounded."""
+    if dtype == "float32":
+        return values.astype(np.float32, copy=False)
+    if dtype == "float16":
+        with np.errstate(over="ignore"):  # IEEE: beyond 65504 is infinity
+            return values.astype(np.float16)
+    if dtype == "bfloat16":
+        bits = values.astype(np.float32).view(np.uint32)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        return np.where(np.isnan(values), 0x7FC0, rounded).astype(np.uint16)
+    lo, hi = RANGE[dtype]
+    if dtype == "int8":
+        values = round_away(values) + zp
+    return np.clip(values, lo, hi).astype(NUMPY[dtype])

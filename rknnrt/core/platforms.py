@@ -101,10 +101,13 @@ class Platform:
     sram_bytes: int = 0
     # Valid rknn_core_mask values (RT rknn_set_core_mask); empty = the call fails.
     core_masks: frozenset[int] = field(default_factory=frozenset)
-    dynamic_shapes: bool = False
     matmul: bool = False
     # rknn_matmul_api.h facts; None where the matmul API does not exist.
     matmul_facts: MatmulFacts | None = None
+
+    @property
+    def dynamic_shapes(self) -> bool:
+        return self.name in targets.DYNAMIC_SHAPES
 
     @property
     def float_models(self) -> bool:
@@ -173,15 +176,15 @@ PLATFORMS: dict[str, Platform] = {
     p.name: p
     for p in (
         Platform("rk3588", 3, _C2_16B, 16, _G2, _QUERIES_FULL, sram_bytes=956 * 1024,
-                 core_masks=_MASKS_3, dynamic_shapes=True, matmul=True,
+                 core_masks=_MASKS_3, matmul=True,
                  matmul_facts=_MM_RK3588),
         Platform("rk3576", 2, _C2_16B, 16, _G2, _QUERIES_FULL, core_masks=_MASKS_2,
-                 dynamic_shapes=True, matmul=True, matmul_facts=_MM_RK3576),
-        Platform("rk3566", 1, _C2_8B, 8, _G1, _QUERIES_FULL, dynamic_shapes=True, matmul=True,
+                 matmul=True, matmul_facts=_MM_RK3576),
+        Platform("rk3566", 1, _C2_8B, 8, _G1, _QUERIES_FULL, matmul=True,
                  matmul_facts=_MM_RK3566),
-        Platform("rk3568", 1, _C2_8B, 8, _G1, _QUERIES_FULL, dynamic_shapes=True, matmul=True,
+        Platform("rk3568", 1, _C2_8B, 8, _G1, _QUERIES_FULL, matmul=True,
                  matmul_facts=_MM_RK3566),
-        Platform("rk3562", 1, _C2_16B, 16, _G1, _QUERIES_FULL, dynamic_shapes=True, matmul=True,
+        Platform("rk3562", 1, _C2_16B, 16, _G1, _QUERIES_FULL, matmul=True,
                  matmul_facts=_MM_RK3562),
         # RV1126B: grouped with the single-core G1 chips in RT V2.3.2; C2 unverified.
         Platform("rv1126b", 1, _C2_16B, 16, _G1, _QUERIES_FULL, matmul=True,

@@ -79,6 +79,10 @@ class ModelMeta:
     remove_weight: bool = False
     # sha256 of the weights section, so a weightless model can check its donor's weights.
     weights_sha256: str = ""
+    # Dynamic shapes: per set, the shape of every input / output (model layout). The specs in
+    # `inputs`/`outputs` hold the largest set's shapes. Empty for a static model.
+    input_shape_sets: list[list[list[int]]] = field(default_factory=list)
+    output_shape_sets: list[list[list[int]]] = field(default_factory=list)
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True).encode()
@@ -138,6 +142,21 @@ def _parse_tensor(raw: Any, where: str) -> TensorSpec:
     return spec
 
 
+def _shape_sets(raw: dict, key: str, count: int) -> list[list[list[int]]]:
+    sets = raw.get(key, [])
+    if not isinstance(sets, list) or len(sets) > 512:
+        raise ModelFormatError(f"metadata: {key} must be a list of at most 512 shape sets")
+    for k, shapes in enumerate(sets):
+        if not isinstance(shapes, list) or len(shapes) != count:
+            raise ModelFormatError(f"metadata: {key}[{k}] needs one shape per tensor")
+        for shape in shapes:
+            if not isinstance(shape, list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape
+            ):
+                raise ModelFormatError(f"metadata: {key}[{k}] has an invalid shape")
+    return sets
+
+
 def _parse_meta(raw: Any, weights_size: int) -> ModelMeta:
     if not isinstance(raw, dict):
         raise ModelFormatError("metadata: top level must be an object")
@@ -186,7 +205,11 @@ def _parse_meta(raw: Any, weights_size: int) -> ModelMeta:
         toolkit_version=_want(raw, "toolkit_version", str, ""),
         remove_weight=_want(raw, "remove_weight", bool, ""),
         weights_sha256=_want(raw, "weights_sha256", str, ""),
+        input_shape_sets=_shape_sets(raw, "input_shape_sets", len(inputs)),
+        output_shape_sets=_shape_sets(raw, "output_shape_sets", len(outputs)),
     )
+    if len(meta.input_shape_sets) != len(meta.output_shape_sets):
+        raise ModelFormatError("metadata: input and output shape sets differ in number")
     if not meta.remove_weight:
         for w in meta.weights:
             if w.offset + w.nbytes > weights_size:

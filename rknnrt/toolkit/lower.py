@@ -48,7 +48,9 @@ def _known_shapes(model: onnx.ModelProto) -> dict[str, tuple[list[int], int]]:
     return shapes
 
 
-def _run_for_shapes(model: onnx.ModelProto, names: list[str]) -> dict[str, tuple[list[int], int]]:
+def _run_for_shapes(
+    model: onnx.ModelProto, names: list[str], input_shapes: list[list[int]] | None = None
+) -> dict[str, tuple[list[int], int]]:
     """Shapes inference could not give: run the graph once on zeros and look."""
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
@@ -56,11 +58,11 @@ def _run_for_shapes(model: onnx.ModelProto, names: list[str]) -> dict[str, tuple
     probe.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names)
     session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
     feed = {}
-    for i in session.get_inputs():
-        vi = next(v for v in model.graph.input if v.name == i.name)
+    for k, vi in enumerate(model.graph.input):
         t = vi.type.tensor_type
         dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
-        feed[i.name] = np.zeros([d.dim_value for d in t.shape.dim], dtype)
+        shape = input_shapes[k] if input_shapes else [d.dim_value for d in t.shape.dim]
+        feed[vi.name] = np.zeros(shape, dtype)
     values = session.run(names, feed)
     return {
         n: (list(v.shape), onnx.helper.np_dtype_to_tensor_dtype(v.dtype))
@@ -147,24 +149,44 @@ def lower(
     model_name: str,
     toolkit_version: str,
     remove_weight: bool,
+    shape_sets: list[list[list[int]]] | None = None,
 ) -> tuple[ModelMeta, bytes, bytes]:
-    """(metadata, graph bytes, weights bytes) for an ONNX model the passes have prepared."""
-    shapes = _known_shapes(model)
+    """(metadata, graph bytes, weights bytes) for an ONNX model the passes have prepared.
+
+    With `shape_sets` (dynamic shapes) the graph's varying input dims are symbolic; every
+    set is run once to record its output shapes, and the memory plan uses the largest set.
+    """
     wanted = [o.name for o in model.graph.output] + [
         o for n in model.graph.node for o in n.output if o
     ]
-    missing = [n for n in dict.fromkeys(wanted) if n not in shapes]
-    if missing:
-        try:
-            shapes.update(_run_for_shapes(model, missing))
-        except Exception as exc:  # onnxruntime rejects graphs in several ways
-            raise ConversionError(f"cannot determine tensor shapes: {exc}") from None
+    wanted = list(dict.fromkeys(wanted))
+    output_sets: list[list[list[int]]] = []
+    try:
+        if shape_sets:
+            largest = max(shape_sets, key=lambda shapes: sum(prod(s) for s in shapes))
+            shapes = _run_for_shapes(model, wanted, largest)
+            for k, vi in enumerate(model.graph.input):
+                shapes[vi.name] = (largest[k], vi.type.tensor_type.elem_type)
+            outs = [o.name for o in model.graph.output]
+            for shape_set in shape_sets:
+                found = _run_for_shapes(model, outs, shape_set)
+                output_sets.append([found[n][0] for n in outs])
+        else:
+            shapes = _known_shapes(model)
+            missing = [n for n in wanted if n not in shapes]
+            if missing:
+                shapes.update(_run_for_shapes(model, missing))
+    except Exception as exc:  # onnxruntime rejects graphs in several ways
+        raise ConversionError(f"cannot determine tensor shapes: {exc}") from None
     in_specs = [
         _spec(i.name, *shapes[i.name], config=inputs.get(i.name)) for i in model.graph.input
     ]
     out_specs = [_spec(o.name, *shapes[o.name]) for o in model.graph.output]
-    for o in model.graph.output:  # the runtime's graph carries its output types
+    for k, o in enumerate(model.graph.output):  # the runtime's graph carries its output types
         shape, elem = shapes[o.name]
+        if output_sets:  # dims that differ between sets are symbolic
+            varying = {d for d in range(len(shape)) if len({s[k][d] for s in output_sets}) > 1}
+            shape = [f"{o.name}_d{d}" if d in varying else v for d, v in enumerate(shape)]
         o.CopyFrom(onnx.helper.make_tensor_value_info(o.name, elem, shape))
     weights, weight_specs = _externalize(model)
     meta = ModelMeta(
@@ -179,6 +201,8 @@ def lower(
         toolkit_version=toolkit_version,
         remove_weight=remove_weight,
         weights_sha256=hashlib.sha256(weights).hexdigest(),
+        input_shape_sets=[list(map(list, shapes)) for shapes in shape_sets or []],
+        output_shape_sets=output_sets,
     )
     if remove_weight:
         weights = b""

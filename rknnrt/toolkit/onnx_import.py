@@ -31,7 +31,10 @@ def real_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
 
 
 def set_inputs(
-    model: onnx.ModelProto, names: list[str] | None, sizes: list[list[int]] | None
+    model: onnx.ModelProto,
+    names: list[str] | None,
+    sizes: list[list[int]] | None,
+    allow_dynamic: bool = False,
 ) -> None:
     """Apply load_onnx(inputs=, input_size_list=): fixed shapes for the model's inputs."""
     inputs = {i.name: i for i in real_inputs(model)}
@@ -53,6 +56,8 @@ def set_inputs(
             for d in shape:
                 tensor_type.shape.dim.add().dim_value = d
         dims = tensor_type.shape.dim
+        if allow_dynamic and tensor_type.HasField("shape"):
+            continue  # config(dynamic_input=...) gives the shapes
         if not tensor_type.HasField("shape") or any(d.dim_value <= 0 for d in dims):
             raise ConversionError(
                 f"input '{name}' has a dynamic or unknown shape "
@@ -105,3 +110,49 @@ def complete_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
         if not out.HasField("type") or not t.elem_type or not t.HasField("shape"):
             raise ConversionError(f"the type or shape of output '{out.name}' cannot be inferred")
     return inferred
+
+
+MAX_SHAPE_SETS = 512  # RKNN_MAX_DYNAMIC_SHAPE_NUM
+
+
+def apply_shape_sets(model: onnx.ModelProto, sets: list[list[list[int]]]) -> list[list[list[int]]]:
+    """Check config(dynamic_input=...) against the model's inputs and make every input dim
+    that differs between sets symbolic; returns the sets as lists of ints."""
+    inputs = list(model.graph.input)
+    if not isinstance(sets, (list, tuple)) or not 0 < len(sets) <= MAX_SHAPE_SETS:
+        raise ConversionError(f"dynamic_input must hold 1 to {MAX_SHAPE_SETS} shape sets")
+    clean: list[list[list[int]]] = []
+    for k, shape_set in enumerate(sets):
+        if not isinstance(shape_set, (list, tuple)) or len(shape_set) != len(inputs):
+            raise ConversionError(
+                f"dynamic_input[{k}] must give one shape for each of the {len(inputs)} inputs "
+                f"{[i.name for i in inputs]}"
+            )
+        shapes = []
+        for vi, shape in zip(inputs, shape_set):
+            dims = vi.type.tensor_type.shape.dim
+            if not all(isinstance(d, int) and d > 0 for d in shape) or len(shape) != len(dims):
+                raise ConversionError(
+                    f"dynamic_input[{k}]: shape {list(shape)} for input '{vi.name}' must have "
+                    f"{len(dims)} positive dims (the ONNX model's layout, e.g. NCHW)"
+                )
+            for axis, (want, dim) in enumerate(zip(shape, dims)):
+                if dim.dim_value > 0 and dim.dim_value != want:
+                    raise ConversionError(
+                        f"dynamic_input[{k}]: input '{vi.name}' dim {axis} is fixed at "
+                        f"{dim.dim_value} in the model, not {want}"
+                    )
+            shapes.append([int(d) for d in shape])
+        if shapes in clean:
+            raise ConversionError(f"dynamic_input[{k}] repeats an earlier shape set")
+        clean.append(shapes)
+    for index, vi in enumerate(inputs):
+        for axis, dim in enumerate(vi.type.tensor_type.shape.dim):
+            values = {shapes[index][axis] for shapes in clean}
+            if len(values) == 1:
+                dim.Clear()
+                dim.dim_value = values.pop()
+            else:
+                dim.Clear()
+                dim.dim_param = f"{vi.name}_d{axis}"
+    return clean

@@ -46,6 +46,7 @@ class RKNN:
         self._config: dict[str, Any] = {
             "mean_values": None, "std_values": None, "target_platform": "rk3588",
             "float_dtype": "float32", "custom_string": "", "remove_weight": False,
+            "dynamic_input": None,
         }  # fmt: skip
         self._onnx: onnx.ModelProto | None = None
         self._name = ""
@@ -64,6 +65,7 @@ class RKNN:
         float_dtype: str = "float32",
         custom_string: str | None = None,
         remove_weight: bool = False,
+        dynamic_input: list[list[list[int]]] | None = None,
         **unsupported: Any,
     ) -> None:
         if unsupported:
@@ -84,6 +86,7 @@ class RKNN:
         self._config.update(
             mean_values=mean_values, std_values=std_values, float_dtype=float_dtype,
             custom_string=custom_string or "", remove_weight=bool(remove_weight),
+            dynamic_input=dynamic_input or None,
         )  # fmt: skip
 
     @_reported
@@ -95,9 +98,10 @@ class RKNN:
         outputs: list[str] | None = None,
     ) -> None:
         proto = onnx_import.load(model)
-        onnx_import.set_inputs(proto, inputs, input_size_list)
+        dynamic = bool(self._config["dynamic_input"]) and input_size_list is None
+        onnx_import.set_inputs(proto, inputs, input_size_list, allow_dynamic=dynamic)
         onnx_import.set_outputs(proto, outputs)
-        self._onnx = onnx_import.complete_outputs(proto)
+        self._onnx = proto if dynamic else onnx_import.complete_outputs(proto)
         self._name = self._onnx.graph.name or (
             os.path.splitext(os.path.basename(os.fspath(model)))[0]
             if isinstance(model, (str, os.PathLike)) else "model"
@@ -141,8 +145,19 @@ class RKNN:
             raise ConversionError("rknn_batch_size > 1 is not supported yet")
         if platform in targets.INT8_ONLY:
             raise ConversionError(f"{platform} runs only quantised models: do_quantization=True")
+        model, shape_sets = self._onnx, None
+        if self._config["dynamic_input"]:
+            if platform not in targets.DYNAMIC_SHAPES:
+                raise ConversionError(
+                    f"dynamic_input: {platform} has no dynamic shapes (only "
+                    f"{', '.join(sorted(targets.DYNAMIC_SHAPES))})"
+                )
+            model = onnx.ModelProto()
+            model.CopyFrom(self._onnx)
+            shape_sets = onnx_import.apply_shape_sets(model, self._config["dynamic_input"])
+            model = onnx_import.complete_outputs(model)
         try:
-            prepared = passes.run_all(self._onnx)
+            prepared = passes.run_all(model)
         except Exception as exc:  # onnx/onnxruntime errors from folding or checking
             raise ConversionError(f"graph optimisation failed: {exc}") from None
         onnx_import.check_ops(prepared)
@@ -155,6 +170,7 @@ class RKNN:
             model_name=self._name,
             toolkit_version=f"rknnrt {TOOLKIT_VERSION}",
             remove_weight=self._config["remove_weight"],
+            shape_sets=shape_sets,
         )
         self._built = container.write(meta.to_json(), graph, weights)
         self._info(f"build: {len(prepared.graph.node)} nodes, {len(weights)} bytes of weights")

@@ -588,7 +588,7 @@ CREATE_ERRORS = [  # (platform, info overrides, code, message)
     ("rk3562", {"K": 10241}, rk.RKNN_ERR_PARAM_INVALID, r"K = 10241 > 10240"),
     ("rk3588", {"N": 4097}, rk.RKNN_ERR_PARAM_INVALID, r"N = 4097 > 4096"),
     ("rk3588", {"type": T["INT8_MM_INT8_TO_FLOAT32"], "B_quant_type": 2},
-     rk.RKNN_ERR_PARAM_INVALID, "PER_CHANNEL_SYM is not supported for RKNN_INT8_MM_INT8_TO_FLOAT32"),
+     rk.RKNN_ERR_PARAM_INVALID, "PER_CHANNEL_SYM is not supported for RKNN_INT8_MM_INT8_TO_F"),
     ("rk3588", {"type": T["INT8_MM_INT8_TO_FLOAT32"], "B_quant_type": 4},
      rk.RKNN_ERR_PARAM_INVALID, "group_size 0 must be > 0"),
     ("rk3588", {"type": T["INT8_MM_INT8_TO_FLOAT32"], "B_quant_type": 4, "group_size": 48},

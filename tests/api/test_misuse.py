@@ -105,6 +105,8 @@ def _args_with_context(name: str, context: Any) -> tuple:
         "rknn_set_io_mem": lambda: (context, _spare_mem(), rk.rknn_tensor_attr()),
         "rknn_set_weight_mem": lambda: (context, _spare_mem()),
         "rknn_set_internal_mem": lambda: (context, _spare_mem()),
+        "rknn_set_input_shapes": lambda: (context, 1, rk.rknn_tensor_attr()),
+        "rknn_set_input_shape": lambda: (context, rk.rknn_tensor_attr()),
     }  # fmt: skip
     if name not in builders:
         pytest.fail(f"{name} is exported but has no misuse case in this test")
