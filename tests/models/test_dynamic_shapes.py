@@ -258,3 +258,13 @@ def test_converter_validation(sets, config, pattern) -> None:
     assert rknn.load_onnx(one_input_model()) == 0
     assert rknn.build() == -1
     assert re.search(pattern, rknn.last_error), rknn.last_error
+
+
+def test_share_weight_refused_for_dynamic(make_ctx, one_model, rknn_log) -> None:
+    donor = make_ctx(one_model)
+    ext = rk.rknn_init_extend()
+    ext.ctx = donor.value
+    ctx = rk.rknn_context()
+    assert rk.rknn_init(ctx, one_model, len(one_model), rk.RKNN_FLAG_SHARE_WEIGHT_MEM,
+                        ext) == rk.RKNN_ERR_PARAM_INVALID  # fmt: skip
+    assert "not supported for models with dynamic input shapes" in rknn_log.take("E")[-1]
