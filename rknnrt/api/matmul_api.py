@@ -93,7 +93,10 @@ def _window(mem: Any) -> mm.Window:
         if m.flags == c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE:
             raise RknnError(PARAM_INVALID, "mem was freed by rknn_destroy_mem") from None
         return mm.Window(cpu)
-    device = memory.device if memory.buffer.two_views else None
+
+    def device() -> np.ndarray | None:
+        return memory.device if memory.buffer.two_views else None
+
     return mm.Window(cpu, device, lambda: not memory.destroyed)
 
 

@@ -118,8 +118,10 @@ class Window:
     """The caller's memory behind one rknn_tensor_mem (`size` bytes at virt_addr + offset)."""
 
     cpu: np.ndarray  # uint8 view: what the CPU reads and writes
-    device: np.ndarray | None = None  # the NPU's view, where rknnrt models a cache
-    alive: Callable[[], bool] | None = None  # False once rknn_destroy_mem freed it
+    # The NPU's view where rknnrt models a cache (asked for when needed: holding a view of an
+    # mmap would keep it from being unmapped), and whether the memory is still alive.
+    device: Callable[[], np.ndarray | None] | None = None
+    alive: Callable[[], bool] | None = None
 
 
 def emulated_platform() -> Platform:
@@ -519,9 +521,10 @@ class MatmulContext:
         if self.spec.ac_layout == "NATIVE":
             out = lay.to_perf(out, self.facts.c_sub[attr.dtype])
         data = out.reshape(-1).view(np.uint8)
-        for view in (window.cpu, window.device):
-            if view is not None:
-                view[: data.size] = data
+        window.cpu[: data.size] = data
+        device = window.device() if window.device is not None else None
+        if device is not None:
+            device[: data.size] = data
 
 
 def normal_to_native_b(
