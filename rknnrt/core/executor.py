@@ -19,6 +19,9 @@ from .errors import MODEL_INVALID, RknnError
 def _session_options() -> ort.SessionOptions:
     options = ort.SessionOptions()
     options.log_severity_level = 3  # onnxruntime's own warnings are not the runtime's to print
+    # Exact int8 arithmetic: x86's fast u8s8 kernels saturate 16-bit pair sums (255*127*2),
+    # the NPU does not; this makes onnxruntime use its exact integer kernels.
+    options.add_session_config_entry("session.x64quantprecision", "1")
     threads = os.environ.get("RKNNRT_NUM_THREADS")
     if threads and threads.isdigit():
         options.intra_op_num_threads = int(threads)

@@ -53,7 +53,10 @@ class InputPlan:
         self.allowed = _ALLOWED_SOURCES.get(spec.dtype, (spec.dtype,))
         self.native = attrs.native_input_attr(index, spec, platform)
         self.mean = self.std = None
-        if self.is_4d and spec.dtype in _FLOATS and (spec.mean or spec.std):
+        # int8 and float16 inputs are normalised and converted in float32 first
+        self.staged = spec.dtype in ("int8", "float16")
+        self.quantized = spec.dtype == "int8" and spec.qnt_type == "AFFINE"
+        if self.is_4d and spec.dtype in (*_FLOATS, "int8") and (spec.mean or spec.std):
             channels = spec.shape[1]
             mean = np.asarray(spec.mean or [0.0] * channels, np.float32).reshape(1, -1, 1, 1)
             std = np.asarray(spec.std or [1.0] * channels, np.float32).reshape(1, -1, 1, 1)
@@ -113,10 +116,18 @@ class InputPlan:
             data = layouts.nhwc_to_nchw(layouts.strip_w_stride(rows, w) if w_stride > w else rows)
         else:
             data = data.reshape(self.shape)
-        np.copyto(out, data, casting="unsafe")
+        target = np.empty(self.shape, np.float32) if self.staged else out
+        np.copyto(target, data, casting="unsafe")
         if self.mean is not None:
-            np.subtract(out, self.mean, out=out)
-            np.divide(out, self.std, out=out)
+            np.subtract(target, self.mean, out=target)
+            np.divide(target, self.std, out=target)
+        if self.quantized:  # q = round(clamp(x / scale + zp, -128, 127)) (facts §5.5)
+            np.divide(target, self.spec.scale, out=target)
+            np.rint(target, out=target)
+            target += self.spec.zp
+            np.clip(target, -128, 127, out=target)
+        if self.staged:
+            np.copyto(out, target, casting="unsafe")
 
     def _convert_native(self, raw: np.ndarray, out: np.ndarray) -> None:
         """pass_through=1: the bytes are already in the native layout and dtype."""
@@ -164,7 +175,7 @@ class OutputPlan:
 
     def write(self, result: np.ndarray, dst: np.ndarray, dtype: str, fmt: str, c2: int) -> None:
         """Store `result` (model layout) into `dst` (uint8 bytes) as `dtype` in `fmt`."""
-        data = result
+        data = self.dequantize(result) if dtype in _FLOATS and result.dtype == np.int8 else result
         if result.ndim == 4 and fmt == "NHWC":
             data = layouts.nchw_to_nhwc(result)
         elif result.ndim == 4 and fmt == "NC1HWC2":
@@ -173,8 +184,16 @@ class OutputPlan:
         need = data.size * target_dtype.itemsize
         np.copyto(dst[:need].view(target_dtype).reshape(data.shape), data, casting="unsafe")
 
+    def dequantize(self, result: np.ndarray) -> np.ndarray:
+        """(q - zp) * scale for an int8 output with affine parameters."""
+        if self.spec.qnt_type != "AFFINE" or result.dtype != np.int8:
+            return result.astype(np.float32)
+        return (result.astype(np.float32) - self.spec.zp) * np.float32(self.spec.scale)
+
     def convert(self, result: np.ndarray, want_float: bool) -> np.ndarray:
         """A C-contiguous array in the model layout: float32 or the model's output dtype."""
+        if want_float and result.dtype == np.int8:
+            return self.dequantize(result)
         dtype = np.float32 if want_float else self.dtype
         if result.dtype == dtype and result.flags.c_contiguous:
             return result

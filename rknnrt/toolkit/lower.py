@@ -22,7 +22,11 @@ from .errors import ConversionError
 
 WEIGHT_LOCATION = "@weights"
 _ALIGN = 64
-_FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16)
+# Constants that go to the weights section; integer shapes/axes and small tensors (quantisation
+# parameters) stay in the graph, where onnxruntime reads them while it prepares the graph.
+_WEIGHT_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16,
+                 TensorProto.INT8, TensorProto.UINT8, TensorProto.INT32)  # fmt: skip
+_INLINE_BELOW = 64
 
 
 @dataclass
@@ -71,14 +75,15 @@ def _run_for_shapes(
 
 
 def _externalize(model: onnx.ModelProto) -> tuple[bytes, list[WeightSpec]]:
-    """Move float constants into the weights blob. Integer constants (shapes, axes, indices)
-    stay in the graph: onnxruntime must read them while it resolves the graph."""
+    """Move the weights (float, int8 and int32 constants of 64 bytes or more) into the blob."""
     blob = bytearray()
     specs = []
     for tensor in model.graph.initializer:
-        if tensor.data_type not in _FLOAT_TYPES:
+        if tensor.data_type not in _WEIGHT_TYPES:
             continue
         array = numpy_helper.to_array(tensor)
+        if array.nbytes < _INLINE_BELOW:
+            continue
         data = np.ascontiguousarray(array).tobytes()
         blob += bytes(-len(blob) % _ALIGN)
         offset = len(blob)
@@ -98,9 +103,14 @@ def _externalize(model: onnx.ModelProto) -> tuple[bytes, list[WeightSpec]]:
 
 
 def _memory_plan(
-    model: onnx.ModelProto, shapes: dict[str, tuple[list[int], int]], weight_size: int
+    model: onnx.ModelProto,
+    shapes: dict[str, tuple[list[int], int]],
+    weight_size: int,
+    stored_types: frozenset[int] | None = None,
 ) -> MemoryPlan:
-    """Greedy lifetime plan of the intermediate tensors (graph IO and constants excluded)."""
+    """Greedy lifetime plan of the intermediate tensors (graph IO and constants excluded).
+    `stored_types`: only tensors of these types are stored (int8 or float16 programs compute
+    in float between stored tensors, and those float values never reach memory)."""
     graph = model.graph
     io = {i.name for i in graph.input} | {o.name for o in graph.output}
     constants = {t.name for t in graph.initializer}
@@ -112,7 +122,8 @@ def _memory_plan(
                 last[name] = step
         for name in node.output:
             if name and name not in io and name not in constants:
-                first[name] = last[name] = step
+                if stored_types is None or shapes.get(name, ([], 0))[1] in stored_types:
+                    first[name] = last[name] = step
     names = list(first)
     sizes = []
     for name in names:
@@ -132,10 +143,19 @@ def _memory_plan(
     )
 
 
-def _spec(name: str, shape: list[int], elem: int, config: InputConfig | None = None) -> TensorSpec:
+def _spec(
+    name: str,
+    shape: list[int],
+    elem: int,
+    config: InputConfig | None = None,
+    qparams: dict[str, tuple[float, int]] | None = None,
+) -> TensorSpec:
     spec = TensorSpec(name, shape, _dtype_name(elem), "NCHW" if len(shape) == 4 else "UNDEFINED")
     if config is not None and len(shape) == 4:
         spec.mean, spec.std = config.mean, config.std
+    if qparams and name in qparams:
+        spec.qnt_type = "AFFINE"
+        spec.scale, spec.zp = float(qparams[name][0]), int(qparams[name][1])
     return spec
 
 
@@ -150,6 +170,8 @@ def lower(
     toolkit_version: str,
     remove_weight: bool,
     shape_sets: list[list[list[int]]] | None = None,
+    io_qparams: dict[str, tuple[float, int]] | None = None,
+    stored_types: frozenset[int] | None = None,
 ) -> tuple[ModelMeta, bytes, bytes]:
     """(metadata, graph bytes, weights bytes) for an ONNX model the passes have prepared.
 
@@ -179,9 +201,10 @@ def lower(
     except Exception as exc:  # onnxruntime rejects graphs in several ways
         raise ConversionError(f"cannot determine tensor shapes: {exc}") from None
     in_specs = [
-        _spec(i.name, *shapes[i.name], config=inputs.get(i.name)) for i in model.graph.input
+        _spec(i.name, *shapes[i.name], config=inputs.get(i.name), qparams=io_qparams)
+        for i in model.graph.input
     ]
-    out_specs = [_spec(o.name, *shapes[o.name]) for o in model.graph.output]
+    out_specs = [_spec(o.name, *shapes[o.name], qparams=io_qparams) for o in model.graph.output]
     for k, o in enumerate(model.graph.output):  # the runtime's graph carries its output types
         shape, elem = shapes[o.name]
         if output_sets:  # dims that differ between sets are symbolic
@@ -194,7 +217,7 @@ def lower(
         inputs=in_specs,
         outputs=out_specs,
         weights=weight_specs,
-        memory=_memory_plan(model, shapes, len(weights)),
+        memory=_memory_plan(model, shapes, len(weights), stored_types),
         float_dtype=float_dtype,
         custom_string=custom_string,
         model_name=model_name,

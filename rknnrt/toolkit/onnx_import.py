@@ -156,3 +156,22 @@ def apply_shape_sets(model: onnx.ModelProto, sets: list[list[list[int]]]) -> lis
                 dim.Clear()
                 dim.dim_param = f"{vi.name}_d{axis}"
     return clean
+
+
+def set_batch(model: onnx.ModelProto, batch: int) -> onnx.ModelProto:
+    """build(rknn_batch_size=N): every input's batch dim (1 in the model) becomes N."""
+    if not isinstance(batch, int) or batch < 1:
+        raise ConversionError(f"rknn_batch_size {batch!r} must be a positive integer")
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    for vi in out.graph.input:
+        dims = vi.type.tensor_type.shape.dim
+        if not dims or dims[0].dim_value != 1:
+            raise ConversionError(
+                f"rknn_batch_size needs inputs with batch 1; '{vi.name}' has "
+                f"{[d.dim_value or d.dim_param for d in dims]}"
+            )
+        dims[0].dim_value = batch
+    for vi in out.graph.output:
+        vi.type.tensor_type.ClearField("shape")
+    return complete_outputs(out)

@@ -9,17 +9,21 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
 import onnx
 
 from ..model import container, targets
-from . import lower, onnx_import, passes
+from . import lower, onnx_import, passes, quantize
 from .errors import ConversionError
 
 TOOLKIT_VERSION = "0.1.0"
-FLOAT_DTYPES = ("float32",)  # float16 emulation arrives with quantisation
+FLOAT_DTYPES = ("float16", "float32")  # float32: rknnrt's exact extension
+QUANTIZED_DTYPES = ("w8a8",)
+ALGORITHMS = ("normal", "mmse")
+METHODS = ("channel", "layer")
 
 
 def _reported(method: Callable[..., None]) -> Callable[..., int]:
@@ -45,8 +49,9 @@ class RKNN:
         self.last_error = ""
         self._config: dict[str, Any] = {
             "mean_values": None, "std_values": None, "target_platform": "rk3588",
-            "float_dtype": "float32", "custom_string": "", "remove_weight": False,
-            "dynamic_input": None,
+            "float_dtype": "float16", "custom_string": "", "remove_weight": False,
+            "dynamic_input": None, "quantized_dtype": "w8a8", "quantized_algorithm": "normal",
+            "quantized_method": "channel",
         }  # fmt: skip
         self._onnx: onnx.ModelProto | None = None
         self._name = ""
@@ -62,12 +67,22 @@ class RKNN:
         mean_values: list[list[float]] | None = None,
         std_values: list[list[float]] | None = None,
         target_platform: str | None = None,
-        float_dtype: str = "float32",
+        float_dtype: str = "float16",
         custom_string: str | None = None,
         remove_weight: bool = False,
         dynamic_input: list[list[list[int]]] | None = None,
+        quantized_dtype: str = "w8a8",
+        quantized_algorithm: str = "normal",
+        quantized_method: str = "channel",
         **unsupported: Any,
     ) -> None:
+        for what, value, allowed in (
+            ("quantized_dtype", quantized_dtype, QUANTIZED_DTYPES),
+            ("quantized_algorithm", quantized_algorithm, ALGORITHMS),
+            ("quantized_method", quantized_method, METHODS),
+        ):
+            if value not in allowed:
+                raise ConversionError(f"{what} '{value}' is not supported; use one of {allowed}")
         if unsupported:
             raise ConversionError(f"config options not supported yet: {sorted(unsupported)}")
         if target_platform is not None:
@@ -86,7 +101,8 @@ class RKNN:
         self._config.update(
             mean_values=mean_values, std_values=std_values, float_dtype=float_dtype,
             custom_string=custom_string or "", remove_weight=bool(remove_weight),
-            dynamic_input=dynamic_input or None,
+            dynamic_input=dynamic_input or None, quantized_dtype=quantized_dtype,
+            quantized_algorithm=quantized_algorithm, quantized_method=quantized_method,
         )  # fmt: skip
 
     @_reported
@@ -133,25 +149,27 @@ class RKNN:
 
     @_reported
     def build(
-        self, do_quantization: bool = False, dataset: str | None = None,
+        self, do_quantization: bool = False, dataset: str | Iterable | None = None,
         rknn_batch_size: int | None = None,
     ) -> None:  # fmt: skip
         if self._onnx is None:
             raise ConversionError("no model loaded: call load_onnx first")
         platform = self._config["target_platform"]
-        if do_quantization:
-            raise ConversionError("do_quantization=True is not supported yet; build float")
-        if rknn_batch_size not in (None, 1):
-            raise ConversionError("rknn_batch_size > 1 is not supported yet")
-        if platform in targets.INT8_ONLY:
+        if not do_quantization and platform in targets.INT8_ONLY:
             raise ConversionError(f"{platform} runs only quantised models: do_quantization=True")
+        if do_quantization and dataset is None:
+            raise ConversionError("do_quantization=True needs a calibration dataset")
         model, shape_sets = self._onnx, None
+        if rknn_batch_size not in (None, 1):
+            model = onnx_import.set_batch(self._onnx, rknn_batch_size)
         if self._config["dynamic_input"]:
             if platform not in targets.DYNAMIC_SHAPES:
                 raise ConversionError(
                     f"dynamic_input: {platform} has no dynamic shapes (only "
                     f"{', '.join(sorted(targets.DYNAMIC_SHAPES))})"
                 )
+            if do_quantization:
+                raise ConversionError("dynamic_input with do_quantization is not supported yet")
             model = onnx.ModelProto()
             model.CopyFrom(self._onnx)
             shape_sets = onnx_import.apply_shape_sets(model, self._config["dynamic_input"])
@@ -161,19 +179,60 @@ class RKNN:
         except Exception as exc:  # onnx/onnxruntime errors from folding or checking
             raise ConversionError(f"graph optimisation failed: {exc}") from None
         onnx_import.check_ops(prepared)
+        configs = self._input_configs(prepared)
+        program, io_qparams, stored_types = prepared, None, None
+        float_dtype = self._config["float_dtype"]
+        try:
+            if do_quantization:
+                program, io_qparams = self._quantize(prepared, configs, dataset)
+                stored_types = frozenset({onnx.TensorProto.INT8, onnx.TensorProto.FLOAT16})
+                float_dtype = "int8"
+            elif float_dtype == "float16":
+                program = quantize.emulate_fp16(prepared)
+                stored_types = frozenset({onnx.TensorProto.FLOAT16})
+        except ConversionError:
+            raise
+        except Exception as exc:  # numpy/onnx errors while rewriting the graph
+            raise ConversionError(f"quantisation failed: {exc}") from None
         meta, graph, weights = lower.lower(
-            prepared,
-            self._input_configs(prepared),
+            program,
+            configs,
             target_platform=platform,
-            float_dtype=self._config["float_dtype"],
+            float_dtype=float_dtype,
             custom_string=self._config["custom_string"],
             model_name=self._name,
             toolkit_version=f"rknnrt {TOOLKIT_VERSION}",
             remove_weight=self._config["remove_weight"],
             shape_sets=shape_sets,
+            io_qparams=io_qparams,
+            stored_types=stored_types,
         )
         self._built = container.write(meta.to_json(), graph, weights)
-        self._info(f"build: {len(prepared.graph.node)} nodes, {len(weights)} bytes of weights")
+        self._info(f"build: {len(program.graph.node)} nodes, {len(weights)} bytes of weights")
+
+    def _quantize(
+        self, model: onnx.ModelProto, configs: dict[str, lower.InputConfig], dataset: Any
+    ) -> tuple[onnx.ModelProto, dict[str, tuple[float, int]]]:
+        """Calibrate on the dataset (normalised with mean/std, as the runtime will) and
+        rewrite the model as a w8a8 QDQ program."""
+        inputs = list(model.graph.input)
+        samples = quantize.load_dataset(dataset, inputs)
+        for sample in samples:
+            for k, vi in enumerate(inputs):
+                config = configs.get(vi.name)
+                x = sample[k].astype(np.float32)
+                if config is not None and x.ndim == 4:
+                    if config.mean is not None:
+                        x = x - np.asarray(config.mean, np.float32).reshape(1, -1, 1, 1)
+                    if config.std is not None:
+                        x = x / np.asarray(config.std, np.float32).reshape(1, -1, 1, 1)
+                sample[k] = x
+        floats = quantize.float_tensors(model)
+        tensors = [t for t in quantize.stored_tensors(model.graph) if t in floats]
+        qparams = quantize.calibrate(model, samples, tensors, self._config["quantized_algorithm"])
+        per_channel = self._config["quantized_method"] == "channel"
+        program, io_params, _ = quantize.insert_qdq(model, qparams, per_channel)
+        return program, {name: (qp.scale, qp.zp) for name, qp in io_params.items()}
 
     @_reported
     def export_rknn(self, export_path: str | os.PathLike) -> None:
