@@ -34,7 +34,8 @@ def _floats(text: str | None) -> list[list[float]] | None:
 
 
 def _convert(onnx_model: object, target: str, mean: str | None = None, std: str | None = None,
-             custom_string: str | None = None) -> bytes:  # fmt: skip
+             custom_string: str | None = None, float_dtype: str = "float16",
+             dataset: str | None = None, algorithm: str = "normal") -> bytes:  # fmt: skip
     rknn = RKNN()
     steps = (
         lambda: rknn.config(
@@ -42,9 +43,11 @@ def _convert(onnx_model: object, target: str, mean: str | None = None, std: str 
             std_values=_floats(std),
             target_platform=target,
             custom_string=custom_string,
+            float_dtype=float_dtype,
+            quantized_algorithm=algorithm,
         ),  # fmt: skip
         lambda: rknn.load_onnx(onnx_model),
-        lambda: rknn.build(),
+        lambda: rknn.build(do_quantization=dataset is not None, dataset=dataset),
     )
     for step in steps:
         if step() != 0:
@@ -137,7 +140,8 @@ def _attr_line(a: rk.rknn_tensor_attr) -> str:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    blob = _convert(args.model, args.target, args.mean, args.std, args.custom_string)
+    blob = _convert(args.model, args.target, args.mean, args.std, args.custom_string,
+                    args.float_dtype, args.dataset, args.algorithm)  # fmt: skip
     out = args.output or os.path.splitext(args.model)[0] + ".rknnrt"
     with open(out, "wb") as f:
         f.write(blob)
@@ -245,6 +249,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mean", help="mean values per channel, e.g. 123.675,116.28,103.53")
     p.add_argument("--std", help="std values per channel, e.g. 58.395,57.12,57.375")
     p.add_argument("--custom-string", help="string returned by RKNN_QUERY_CUSTOM_STRING")
+    p.add_argument(
+        "--float-dtype",
+        default="float16",
+        choices=["float16", "float32"],
+        help="unquantised models: float16 as on the NPU (default) or exact float32",
+    )
+    p.add_argument(
+        "--dataset",
+        help="quantise to int8 (w8a8), calibrating on this dataset file "
+        "(one line per sample, space-separated .npy paths)",
+    )
+    p.add_argument(
+        "--algorithm", default="normal", choices=["normal", "mmse"], help="quantisation algorithm"
+    )
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("info", help="print what every query returns, as a board would")

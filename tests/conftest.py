@@ -27,6 +27,7 @@ DEFAULT_MEAN = [123.675, 116.28, 103.53]
 DEFAULT_STD = [58.395, 57.12, 57.375]
 DEFAULT_CONFIG: dict[str, Any] = {
     "target_platform": "rk3588",
+    "float_dtype": "float32",  # exact float results; fp16 and int8 have their own tests
     "mean_values": [DEFAULT_MEAN],
     "std_values": [DEFAULT_STD],
     "custom_string": "RGB",
@@ -36,6 +37,7 @@ _LOG_LINE = re.compile(r"^([EWID]) RKNN: ")
 
 
 def _convert(onnx_model: onnx.ModelProto, **config: Any) -> bytes:
+    config.setdefault("float_dtype", "float32")
     rknn = RKNN()
     assert rknn.config(**config) == 0, rknn.last_error
     assert rknn.load_onnx(onnx_model) == 0, rknn.last_error

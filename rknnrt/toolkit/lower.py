@@ -26,7 +26,9 @@ _ALIGN = 64
 # parameters) stay in the graph, where onnxruntime reads them while it prepares the graph.
 _WEIGHT_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16,
                  TensorProto.INT8, TensorProto.UINT8, TensorProto.INT32)  # fmt: skip
-_INLINE_BELOW = 64
+# Quantisation parameters stay inline: onnxruntime fuses QDQ into integer kernels only when
+# it sees them as constants.
+_INLINE_SUFFIXES = ("__scale", "__zp", "__wscale", "__wzp", "__bscale", "__bzp")
 
 
 @dataclass
@@ -75,15 +77,15 @@ def _run_for_shapes(
 
 
 def _externalize(model: onnx.ModelProto) -> tuple[bytes, list[WeightSpec]]:
-    """Move the weights (float, int8 and int32 constants of 64 bytes or more) into the blob."""
+    """Move the weights (float, int8 and int32 constants) into the blob."""
     blob = bytearray()
     specs = []
     for tensor in model.graph.initializer:
         if tensor.data_type not in _WEIGHT_TYPES:
             continue
-        array = numpy_helper.to_array(tensor)
-        if array.nbytes < _INLINE_BELOW:
+        if tensor.name.endswith(_INLINE_SUFFIXES):
             continue
+        array = numpy_helper.to_array(tensor)
         data = np.ascontiguousarray(array).tobytes()
         blob += bytes(-len(blob) % _ALIGN)
         offset = len(blob)

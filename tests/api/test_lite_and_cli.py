@@ -89,7 +89,8 @@ def test_cli_convert_info_run_bench(tmp_path, capsys, default_onnx) -> None:
     onnx_path = tmp_path / "m.onnx"
     onnx.save(default_onnx, onnx_path)
     out_path = tmp_path / "m.rknnrt"
-    args = ["-o", str(out_path), "--target", "rk3566", "--mean", "1,2,3", "--std", "4,5,6"]
+    args = ["-o", str(out_path), "--target", "rk3566", "--mean", "1,2,3", "--std", "4,5,6",
+            "--float-dtype", "float32"]  # fmt: skip
     assert cli.main(["convert", str(onnx_path), *args, "--custom-string", "BGR"]) == 0
     assert out_path.exists()
     capsys.readouterr()
@@ -108,5 +109,12 @@ def test_cli_convert_info_run_bench(tmp_path, capsys, default_onnx) -> None:
     assert cli.main(["bench", str(onnx_path), "--runs", "5", "--warmup", "1"]) == 0
     bench = capsys.readouterr().out
     assert re.search(r"runs: 5, latency ms: min [0-9.]+, p50 [0-9.]+, p90", bench)
+    # the default: float16 as on the NPU, weights stored as float16
+    half = tmp_path / "half.rknnrt"
+    assert cli.main(["convert", str(onnx_path), "-o", str(half)]) == 0
+    capsys.readouterr()
+    assert cli.main(["info", str(half)]) == 0
+    info = capsys.readouterr().out
+    assert "fmt=NHWC, type=FP16" in info and "total_weight_size=7840" in info
     with pytest.raises(SystemExit, match="conversion failed: .*rk9999"):
         cli.main(["convert", str(onnx_path), "--target", "rk9999"])

@@ -97,7 +97,7 @@ def test_weightless_model_shares_the_donors_weights(make_ctx, default_model_byte
                                                     rknn_log) -> None:  # fmt: skip
     rknn = RKNN()
     rknn.config(mean_values=[[123.675, 116.28, 103.53]], std_values=[[58.395, 57.12, 57.375]],
-                remove_weight=True)  # fmt: skip
+                remove_weight=True, float_dtype="float32")  # fmt: skip
     rknn.load_onnx(default_model())
     assert rknn.build() == 0
     weightless = rknn.model_bytes()
@@ -124,7 +124,8 @@ def test_weightless_model_shares_the_donors_weights(make_ctx, default_model_byte
 
 def _convert_plain(model) -> bytes:
     rknn = RKNN()
-    rknn.config(mean_values=[[123.675, 116.28, 103.53]], std_values=[[58.395, 57.12, 57.375]])
+    rknn.config(mean_values=[[123.675, 116.28, 103.53]], std_values=[[58.395, 57.12, 57.375]],
+                float_dtype="float32")  # fmt: skip
     rknn.load_onnx(model)
     assert rknn.build() == 0
     return rknn.model_bytes()

@@ -169,7 +169,7 @@ def test_zero_copy_outputs_in_native_layouts(make_ctx, convert, default_onnx) ->
     from rknnrt.toolkit import RKNN
 
     rknn = RKNN()
-    rknn.config(target_platform="rk3566")
+    rknn.config(target_platform="rk3566", float_dtype="float32")
     rknn.load_onnx(default_onnx, outputs=["cat3"])
     assert rknn.build() == 0
     ctx = make_ctx(rknn.model_bytes())

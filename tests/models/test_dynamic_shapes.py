@@ -58,6 +58,7 @@ def two_input_model() -> onnx.ModelProto:
 
 def build(model: onnx.ModelProto, sets, **config) -> bytes:
     rknn = RKNN()
+    config.setdefault("float_dtype", "float32")
     assert rknn.config(dynamic_input=sets, **config) == 0, rknn.last_error
     assert rknn.load_onnx(model) == 0, rknn.last_error
     assert rknn.build() == 0, rknn.last_error

@@ -32,6 +32,7 @@ def _real_input(model: onnx.ModelProto) -> onnx.ValueInfoProto:
 def test_light_model_matches_onnxruntime(name: str) -> None:
     path = os.path.join(LIGHT, f"{name}.onnx")
     rknn = RKNN()
+    assert rknn.config(float_dtype="float32") == 0  # exact float; fp16 is tested elsewhere
     assert rknn.load_onnx(path) == 0
     assert rknn.build() == 0, rknn.last_error
     blob = rknn.model_bytes()

@@ -23,6 +23,7 @@ def _meta(blob: bytes) -> ModelMeta:
 
 
 def _build(model: onnx.ModelProto, **config: object) -> tuple[RKNN, int]:
+    config.setdefault("float_dtype", "float32")
     rknn = RKNN()
     assert rknn.config(**config) == 0, rknn.last_error
     assert rknn.load_onnx(model) == 0, rknn.last_error
@@ -70,6 +71,7 @@ def test_dynamic_input_needs_a_size() -> None:
 
 def test_two_inputs_two_outputs_identity_and_dropout_removed() -> None:
     rknn = RKNN()
+    rknn.config(float_dtype="float32")
     assert rknn.load_onnx(_two_io_model(), inputs=["x", "y"],
                           input_size_list=[[1, 4], [1, 4]]) == 0  # fmt: skip
     assert rknn.build() == 0, rknn.last_error
@@ -84,6 +86,7 @@ def test_two_inputs_two_outputs_identity_and_dropout_removed() -> None:
 
 def test_outputs_cut_the_graph() -> None:
     rknn = RKNN()
+    rknn.config(float_dtype="float32")
     assert rknn.load_onnx(default_model(), outputs=["res2"]) == 0
     assert rknn.build() == 0, rknn.last_error
     meta = _meta(rknn.model_bytes())
@@ -95,8 +98,10 @@ def test_outputs_cut_the_graph() -> None:
     ("config", "pattern"),
     [
         ({"target_platform": "rk9999"}, "target_platform 'rk9999' is not one of"),
-        ({"float_dtype": "float16"}, "float_dtype 'float16' is not supported yet"),
-        ({"quantized_dtype": "w8a8"}, "not supported yet: \\['quantized_dtype'\\]"),
+        ({"float_dtype": "bfloat16"}, "float_dtype 'bfloat16' is not supported yet"),
+        ({"quantized_dtype": "w4a16"}, "quantized_dtype 'w4a16' is not supported"),
+        ({"quantized_algorithm": "kl"}, "quantized_algorithm 'kl' is not supported"),
+        ({"optimization_level": 3}, "not supported yet: \\['optimization_level'\\]"),
     ],
 )
 def test_config_errors(config: dict, pattern: str) -> None:
