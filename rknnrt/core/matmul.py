@@ -474,9 +474,8 @@ class MatmulContext:
             s_b, z_b = np.repeat(s_b, group, axis=0), np.repeat(z_b, group, axis=0)
         centred = b.astype(np.int64) - z_b  # B - zp, exact
         a_scale = qa.scale[0] / qc.scale[0]
-        if self.mtype.a == "float16" or group:  # dequantise B
-            dtype = np.float64 if self.mtype.a != "float16" else np.float32
-            deq = np.ascontiguousarray(centred * s_b, dtype)
+        if self.mtype.a == "float16" or group:  # dequantise B; fp32 sums as for float types
+            deq = np.ascontiguousarray(centred * s_b, np.float32)
             colsum = deq.sum(axis=0, dtype=np.float64) if qa.zp[0] else None
             return _Prepared(deq, a_scale, colsum)
         mult = qa.scale[0] * s_b[0] / qc.scale[0]

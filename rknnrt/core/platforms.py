@@ -104,6 +104,11 @@ class Platform:
     matmul: bool = False
     # rknn_matmul_api.h facts; None where the matmul API does not exist.
     matmul_facts: MatmulFacts | None = None
+    # Cost model of the per-layer perf table (core/perf.py, docs/device.md): the NPU's peak
+    # int8 throughput over all its cores in TOPS, and the DDR bandwidth in GB/s. Sources in the
+    # table below; 0 = unknown (no estimate is printed).
+    npu_tops: float = 0.0
+    ddr_gbps: float = 0.0
 
     @property
     def dynamic_shapes(self) -> bool:
@@ -172,23 +177,33 @@ _MM_RK3566 = replace(  # UG Table 3-5, RK3566/RK3568 column; no TP_NORM (UG 3.5.
 # airockchip/rknn-toolkit2#567), leaving FLOAT16_MM_FLOAT16_TO_FLOAT32 (unverified).
 _MM_RV1126B = replace(_MM_RK3562, types=frozenset({"RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32"}))
 
+# Cost-model numbers (npu_tops, ddr_gbps). RK3588: 3 cores x 2 TOPS (RK3588 datasheet; the TRM's
+# 1024 int8 / 512 fp16 MACs per cycle per core, as quoted by jas-hacks.blogspot.com, "RK3588 -
+# Reverse engineering the RKNN", 2024-02); 4 x 16-bit LPDDR4X/LPDDR5, "up to 34GB/s"
+# (blog.csdn.net/weixin_43199439/article/details/139720663). RK3576: 6 TOPS over 2 cores
+# (RK3576 datasheet figure repeated by every spec sheet); its 32-bit LPDDR4X/LPDDR5 at 4266 MT/s
+# gives 17 GB/s (unverified). RK3568: "up to 1TOPS" (RK3568 datasheet §1.2.2, text at
+# mbb.eet-china.com/tags/17067.html). RK3566 0.8 TOPS, RK3562 1 TOPS, RV1126B 3 TOPS: Rockchip's
+# product pages, not in the stored corpus (unverified). RK356x/RK3562/RV1126B DDR: 32-bit at
+# 3200 MT/s = 12.8 GB/s (unverified). The mini-runtime chips and RK2118 have no PERF queries
+# (RT Table 4-2), so they carry no numbers.
 PLATFORMS: dict[str, Platform] = {
     p.name: p
     for p in (
         Platform("rk3588", 3, _C2_16B, 16, _G2, _QUERIES_FULL, sram_bytes=956 * 1024,
                  core_masks=_MASKS_3, matmul=True,
-                 matmul_facts=_MM_RK3588),
+                 matmul_facts=_MM_RK3588, npu_tops=6.0, ddr_gbps=34.0),
         Platform("rk3576", 2, _C2_16B, 16, _G2, _QUERIES_FULL, core_masks=_MASKS_2,
-                 matmul=True, matmul_facts=_MM_RK3576),
+                 matmul=True, matmul_facts=_MM_RK3576, npu_tops=6.0, ddr_gbps=17.0),
         Platform("rk3566", 1, _C2_8B, 8, _G1, _QUERIES_FULL, matmul=True,
-                 matmul_facts=_MM_RK3566),
+                 matmul_facts=_MM_RK3566, npu_tops=0.8, ddr_gbps=12.8),
         Platform("rk3568", 1, _C2_8B, 8, _G1, _QUERIES_FULL, matmul=True,
-                 matmul_facts=_MM_RK3566),
+                 matmul_facts=_MM_RK3566, npu_tops=1.0, ddr_gbps=12.8),
         Platform("rk3562", 1, _C2_16B, 16, _G1, _QUERIES_FULL, matmul=True,
-                 matmul_facts=_MM_RK3562),
+                 matmul_facts=_MM_RK3562, npu_tops=1.0, ddr_gbps=12.8),
         # RV1126B: grouped with the single-core G1 chips in RT V2.3.2; C2 unverified.
         Platform("rv1126b", 1, _C2_16B, 16, _G1, _QUERIES_FULL, matmul=True,
-                 matmul_facts=_MM_RV1126B),
+                 matmul_facts=_MM_RV1126B, npu_tops=3.0, ddr_gbps=12.8),
         Platform("rv1103", 1, _C2_16B, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
         Platform("rv1106", 1, _C2_16B, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
         Platform("rv1103b", 1, {"int8": 8}, 8, _G3, _QUERIES_MINI, "librknnmrt.so"),

@@ -174,4 +174,5 @@ def set_batch(model: onnx.ModelProto, batch: int) -> onnx.ModelProto:
         dims[0].dim_value = batch
     for vi in out.graph.output:
         vi.type.tensor_type.ClearField("shape")
+    del out.graph.value_info[:]  # inferred for batch 1: infer again
     return complete_outputs(out)

@@ -97,16 +97,26 @@ class _Histogram:
             self.samples.append(flat[::step].copy())
 
     def mmse(self) -> QParams:
-        """The clipping range (shrunk from min/max) whose quantise-dequantise error is least."""
+        """The clipping range (each end shrunk from min/max in turn) whose
+        quantise-dequantise error is least."""
         values = np.concatenate(self.samples) if self.samples else np.zeros(1, np.float32)
-        best, best_err = asymmetric(self.lo, self.hi), np.inf
-        for ratio in np.linspace(1.0, 0.3, 36):
-            qp = asymmetric(self.lo * ratio, self.hi * ratio)
+        lo, hi = min(self.lo, 0.0), max(self.hi, 0.0)
+
+        def error(a: float, b: float) -> float:
+            qp = asymmetric(a, b)
             q = np.clip(np.round(values / qp.scale) + qp.zp, -128, 127)
-            err = float(np.mean(((q - qp.zp) * qp.scale - values) ** 2))
-            if err < best_err - 1e-12:
-                best, best_err = qp, err
-        return best
+            return float(np.mean(((q - qp.zp) * qp.scale - values) ** 2))
+
+        ratios = np.geomspace(1.0, 0.01, 48)
+        best = error(lo, hi)
+        for _ in range(2):  # coordinate descent: the top end, then the bottom end
+            for side in ("hi", "lo"):
+                for r in ratios:
+                    a, b = (lo, self.hi * r) if side == "hi" else (min(self.lo, 0) * r, hi)
+                    e = error(a, b)
+                    if e < best - 1e-15:
+                        best, lo, hi = e, min(a, 0.0), max(b, 0.0)
+        return asymmetric(lo, hi)
 
 
 def _progress(done: int, total: int) -> None:
@@ -190,6 +200,21 @@ def load_dataset(dataset: str | Iterable, inputs: list[onnx.ValueInfoProto]) -> 
                     )
             sample[inputs.index(vi)] = array
     return samples
+
+
+def at_least_opset(model: onnx.ModelProto, version: int) -> onnx.ModelProto:
+    """The model converted to the default-domain opset `version` when it is older."""
+    current = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if current >= version:
+        return model
+    try:
+        converted = onnx.version_converter.convert_version(model, version)
+        return onnx.shape_inference.infer_shapes(converted, strict_mode=False)
+    except Exception as exc:  # the converter's errors come in several types
+        raise ConversionError(
+            f"quantisation needs ONNX opset {version}; converting from opset {current} failed: "
+            f"{exc}"
+        ) from None
 
 
 def float_tensors(model: onnx.ModelProto) -> set[str]:

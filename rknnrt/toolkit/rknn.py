@@ -215,6 +215,7 @@ class RKNN:
     ) -> tuple[onnx.ModelProto, dict[str, tuple[float, int]]]:
         """Calibrate on the dataset (normalised with mean/std, as the runtime will) and
         rewrite the model as a w8a8 QDQ program."""
+        model = quantize.at_least_opset(model, 13)  # per-axis QDQ needs opset 13
         inputs = list(model.graph.input)
         samples = quantize.load_dataset(dataset, inputs)
         for sample in samples:
