@@ -7,7 +7,8 @@ blindly on numpy's BLAS. Numerics (docs/matmul.md, "Numerics"):
 - float A (fp16): float32 products and accumulation; B of an integer type is dequantised to
   float32 ((B - zp)·scale) when the run is prepared.
 - integer A and B: exact integer sums (float32 BLAS on chunks of K whose sums stay below 2^24,
-  added in float64); per-group B with integer A: float64 BLAS on dequantised B.
+  added in float64). Per-group B (float C only) is dequantised to float32 like the float types:
+  the group scales make the sum a float sum, accumulated in fp32.
 - C: int32/int16 raw sums (saturated); int8 `clamp(round(acc·sA·sB/sC) + zpC)` with round half
   away from zero; float32, float16 (IEEE round to nearest even) and bfloat16 (same) of
   `acc·sA·sB/sC`.
@@ -224,10 +225,11 @@ class Quant:
 class _Prepared:
     """What a run needs of B and the quantisation, computed once per binding and parameters."""
 
-    b: np.ndarray  # float32 (float path, exact path) or float64 (per-group integer A)
-    mult: np.ndarray | float  # applied to the sums: sA·sB/sC (per column or scalar)
+    b: np.ndarray  # float32: dequantised B (float path) or integer B (exact path)
+    mult: np.ndarray | float  # sA·sB/sC: per column (exact path) or one float (float path)
     colsum: np.ndarray | None = None  # Σ_k B, for A's zero point
     chunk: int = 0  # exact path: K rows per float32 product
+    out: np.ndarray | None = None  # [M, N] float32, reused by every run (no fresh pages)
 
 
 @dataclass
@@ -447,8 +449,19 @@ class MatmulContext:
         for name, bound in self._bound.items():
             bound.check(name)
         if self._prepared is None or self._prepared[0] != self._serial:
-            self._prepared = (self._serial, self._prepare())
-        self._write_c(self._compute(self._bound["A"].values, self._prepared[1]), c_window)
+            prepared = self._prepare()
+            prepared.out = np.empty((self.shape.M, self.shape.N), np.float32)
+            self._prepared = (self._serial, prepared)
+        prep, attr = self._prepared[1], self.attrs[self.current]["C"]
+        direct = None  # float32 C in the normal layout: BLAS writes straight into its memory
+        if attr.dtype == "float32" and self.spec.ac_layout == "NORM" and not prep.chunk:
+            if c_window.cpu.ctypes.data % 4 == 0:
+                direct = c_window.cpu[: attr.size].view(np.float32).reshape(self.shape.M, -1)
+        values = self._compute(self._bound["A"].values, prep, direct)
+        if direct is None:
+            self._write_c(values, c_window)
+        else:
+            self._mirror(c_window, attr.size)
 
     def _prepare(self) -> _Prepared:
         m, k, n = self.shape
@@ -490,40 +503,56 @@ class MatmulContext:
             centred.astype(np.float32), mult, colsum, max(1, _EXACT // (a_bound * bound))
         )
 
-    def _compute(self, a: np.ndarray, prep: _Prepared) -> np.ndarray:
-        """The sums of A·B scaled to C's units (before C's dtype): [M, N]."""
+    def _compute(self, a: np.ndarray, prep: _Prepared, out: np.ndarray | None) -> np.ndarray:
+        """The sums of A·B scaled to C's units (before C's dtype): [M, N]; the float path
+        writes into `out` (C's own memory) when given."""
         zp_a = float(self.quant["A"].zp[0])
         if prep.chunk:  # exact integer sums
             k = a.shape[1]
             if k <= prep.chunk:
-                acc = np.matmul(a, prep.b)
+                acc = np.matmul(a, prep.b, out=prep.out)
             else:
                 acc = np.zeros((a.shape[0], prep.b.shape[1]))
                 for s in range(0, k, prep.chunk):
-                    acc += np.matmul(a[:, s : s + prep.chunk], prep.b[s : s + prep.chunk])
+                    acc += np.matmul(
+                        a[:, s : s + prep.chunk], prep.b[s : s + prep.chunk], out=prep.out
+                    )
             if prep.colsum is not None:
                 acc = acc - zp_a * prep.colsum
             if self.mtype.raw_output:
                 return acc
             return acc * prep.mult  # float64 for int8 rounding and float outputs
-        acc = np.matmul(a.astype(prep.b.dtype, copy=False), prep.b)
+        acc = np.matmul(a, prep.b, out=prep.out if out is None else out)
         if prep.colsum is not None:
-            acc -= (zp_a * prep.colsum).astype(acc.dtype)
-        if np.any(prep.mult != 1):
-            acc *= np.asarray(prep.mult, acc.dtype)
+            acc -= (zp_a * prep.colsum).astype(np.float32)
+        if prep.mult != 1.0:
+            acc *= np.float32(prep.mult)
         return acc
 
     def _write_c(self, values: np.ndarray, window: Window) -> None:
-        m, k, n = self.shape
         attr = self.attrs[self.current]["C"]
-        out = lay.to_dtype(values, attr.dtype, float(self.quant["C"].zp[0]))
-        if self.spec.ac_layout == "NATIVE":
+        native = self.spec.ac_layout == "NATIVE"
+        # numpy converts to float16 one element at a time (~6 ns each); onnxruntime's Cast is
+        # vectorised but costs ~0.1 ms a call: it pays from some 30 000 elements on.
+        if attr.dtype == "float16" and values.dtype == np.float32 and values.size >= 32768:
+            if not native:  # straight into C's memory
+                lay.half(values, window.cpu[: attr.size].view(np.float16).reshape(values.shape))
+                self._mirror(window, attr.size)
+                return
+            out = lay.half(values)
+        else:
+            out = lay.to_dtype(values, attr.dtype, float(self.quant["C"].zp[0]))
+        if native:
             out = lay.to_perf(out, self.facts.c_sub[attr.dtype])
-        data = out.reshape(-1).view(np.uint8)
-        window.cpu[: data.size] = data
+        window.cpu[: attr.size] = out.reshape(-1).view(np.uint8)
+        self._mirror(window, attr.size)
+
+    @staticmethod
+    def _mirror(window: Window, size: int) -> None:
+        """The NPU wrote C, and the runtime invalidated the CPU's cache: both views agree."""
         device = window.device() if window.device is not None else None
         if device is not None:
-            device[: data.size] = data
+            device[:size] = window.cpu[:size]
 
 
 def normal_to_native_b(

@@ -388,14 +388,15 @@ def test_large_k_is_split_in_native_b(capi, matmul, platform, plat, name, b_layo
     run_case(capi, matmul, plat, mtype, (2, k, 40), b_layout, 1, layout_quant(mtype, k, 40))
 
 
-@pytest.mark.parametrize("plat", list(SUPPORTED))
-@pytest.mark.parametrize("b_type", ["float16", "int8", "int4"])
-def test_b_normal_to_native_round_trips(capi, platform, plat, b_type):
-    names = [x for x in SUPPORTED[plat] if DTYPES[T[x]][1] == b_type]
-    if not names:
-        pytest.skip(f"no {b_type} B on {plat}")
+ROUND_TRIPS = sorted({
+    (plat, DTYPES[T[name]][1]): name for plat, names in SUPPORTED.items() for name in names
+}.items())  # one type per (platform, B dtype)  # fmt: skip
+
+
+@pytest.mark.parametrize("plat, b_type, name", [(p, b, n) for (p, b), n in ROUND_TRIPS])
+def test_b_normal_to_native_round_trips(capi, platform, plat, b_type, name):
     platform(plat)
-    mtype = T[names[0]]
+    mtype = T[name]
     info = make_info(mtype, 1, 1, 1)
     sub_n, sub_k = NATIVE_B[plat][DTYPES[mtype][0]]
     for k, n in [(70, 37), (K_SEGMENT.get(plat, 96) + 40, 24)]:

@@ -109,6 +109,20 @@ def test_float16_output_is_ieee_round_to_nearest_even():
     assert got.tolist() == [1.0, 1 + 2.0**-9, np.inf, -np.inf]
 
 
+def test_fast_half_is_numpys_conversion_bit_for_bit():
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 2**32, 50_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    edges = np.array([65504, 65519.99, 65520, 1e9, -np.inf, 0.0, -0.0, 2.0**-25, 2.0**-24,
+                      3 * 2.0**-26, 6.1e-5, 1 + 2.0**-11], np.float32)  # fmt: skip
+    values = np.concatenate([values, edges]).reshape(2, -1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = values.astype(np.float16)
+    got = lay.half(values)
+    finite = ~np.isnan(expected)
+    assert np.array_equal(got.view(np.uint16)[finite], expected.view(np.uint16)[finite])
+    assert np.array_equal(np.isnan(got), ~finite)
+
+
 def test_bfloat16_output_rounds_to_nearest_even():
     values = np.array([1 + 2.0**-8, 1 + 3 * 2.0**-8, -2.5, np.nan], np.float32)
     bits = lay.to_dtype(values, "bfloat16")
