@@ -1,4 +1,4 @@
-"""`rknnrt` command line: convert, info, run, bench.
+"""`rknnrt` command line: convert, info, run, bench, perf.
 
 Models given as .onnx are converted on the fly (float, rk3588 unless --target says otherwise);
 `rknnrt run` with no model converts and runs the bundled default CNN.
@@ -10,6 +10,7 @@ import argparse
 import ctypes
 import os
 import sys
+import threading
 import time
 from collections.abc import Sequence
 
@@ -79,6 +80,19 @@ class Session:
         self.query(rk.RKNN_QUERY_IN_OUT_NUM, num)
         self.inputs = [self.attr(rk.RKNN_QUERY_INPUT_ATTR, i) for i in range(num.n_input)]
         self.outputs = [self.attr(rk.RKNN_QUERY_OUTPUT_ATTR, i) for i in range(num.n_output)]
+
+    def dup(self) -> Session:
+        """A context from rknn_dup_context: same model and weights, its own buffers."""
+        other = object.__new__(Session)
+        other.flag, other.inputs, other.outputs = self.flag, self.inputs, self.outputs
+        other.ctx = rk.rknn_context()
+        if rk.rknn_dup_context(ctypes.byref(self.ctx), ctypes.byref(other.ctx)):
+            raise SystemExit("rknn_dup_context failed")
+        return other
+
+    def set_core_mask(self, mask: int) -> None:
+        if mask and rk.rknn_set_core_mask(self.ctx, mask):
+            raise SystemExit(f"rknn_set_core_mask({mask:#x}) failed")
 
     def query(self, cmd: int, info: ctypes.Structure) -> int:
         return rk.rknn_query(self.ctx, cmd, ctypes.byref(info), ctypes.sizeof(info))
@@ -212,9 +226,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty() or done == total:
+        filled = done * 30 // max(total, 1)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.threads < 1:
+        raise SystemExit("--threads must be >= 1")
     blob, name = _load(args.model, args.target)
     s = Session(blob)
+    mask = int(args.core_mask, 0)
+    if args.threads > 1 or mask:
+        return _bench_threads(s, name, args.threads, mask, args.runs, args.warmup)
     arrays = s.random_inputs()
     for _ in range(args.warmup):
         s.set_inputs(arrays)
@@ -225,14 +250,100 @@ def cmd_bench(args: argparse.Namespace) -> int:
         s.set_inputs(arrays)
         s.infer()
         times.append((time.perf_counter() - start) * 1e3)
-        if sys.stderr.isatty() or k + 1 == args.runs:
-            done = (k + 1) * 30 // args.runs
-            sys.stderr.write(f"\r[{'#' * done}{'.' * (30 - done)}] {k + 1}/{args.runs}")
+        _progress(k + 1, args.runs)
     sys.stderr.write("\n")
     p50, p90, p99 = np.percentile(times, [50, 90, 99])
     print(f"model: {name}")
     print(f"runs: {args.runs}, latency ms: min {min(times):.3f}, p50 {p50:.3f}, p90 {p90:.3f}, "
           f"p99 {p99:.3f}, max {max(times):.3f}; {1000 / p50:.1f} FPS at p50")  # fmt: skip
+    s.close()
+    return 0
+
+
+def _bench_threads(s: Session, name: str, threads: int, mask: int, runs: int,
+                   warmup: int) -> int:  # fmt: skip
+    """`threads` duplicated contexts, one per thread, `runs` frames each: frames per second."""
+    sessions = [s] + [s.dup() for _ in range(threads - 1)]
+    for session in sessions:
+        session.set_core_mask(mask)
+    total = threads * runs
+    done = [0]
+    latencies: list[float] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def work(session: Session, seed: int) -> None:
+        arrays = session.random_inputs(seed)
+        try:
+            for _ in range(warmup):
+                session.set_inputs(arrays)
+                session.infer()
+            ready.wait()
+            for _ in range(runs):
+                start = time.perf_counter()
+                session.set_inputs(arrays)
+                session.infer()
+                elapsed = (time.perf_counter() - start) * 1e3
+                with lock:
+                    latencies.append(elapsed)
+                    done[0] += 1
+        except BaseException as exc:  # SystemExit from a failed call, reported below
+            errors.append(exc)
+            ready.abort()
+
+    dev = registry.get(s.ctx.value).device
+    before: list = []
+    # Every thread warms up; then the per-core counts are read and the clock starts.
+    ready = threading.Barrier(threads + 1, action=lambda: before.extend(dev.stats))
+    workers = [threading.Thread(target=work, args=(x, i)) for i, x in enumerate(sessions)]
+    for w in workers:
+        w.start()
+    try:
+        ready.wait()
+    except threading.BrokenBarrierError:
+        pass
+    start = time.perf_counter()
+    while any(w.is_alive() for w in workers):
+        _progress(done[0], total)
+        workers[0].join(0.1)
+    wall = time.perf_counter() - start
+    _progress(done[0], total)
+    sys.stderr.write("\n")
+    for w in workers:
+        w.join()
+    for session in sessions[1:]:
+        session.close()
+    if errors:
+        raise SystemExit(f"bench failed: {errors[0]}")
+    p50, p90, p99 = np.percentile(latencies, [50, 90, 99])
+    print(f"model: {name}")
+    print(f"threads: {threads} (duplicated contexts), core mask: {mask:#x}, frames: {total}, "
+          f"{wall:.3f} s: {total / wall:.1f} FPS")  # fmt: skip
+    print(f"latency ms: p50 {p50:.3f}, p90 {p90:.3f}, p99 {p99:.3f}")
+    after = dev.stats
+    jobs = ", ".join(
+        f"core {i}: {a.jobs - b.jobs} jobs" for i, (a, b) in enumerate(zip(after, before))
+    )
+    print(f"NPU cores of {dev.name}: {jobs}")
+    s.close()
+    return 0
+
+
+def cmd_perf(args: argparse.Namespace) -> int:
+    blob, name = _load(args.model, args.target)
+    s = Session(blob, rk.RKNN_FLAG_COLLECT_PERF_MASK)
+    s.set_core_mask(int(args.core_mask, 0))
+    arrays = [samples.default_input()] if args.model is None else s.random_inputs()
+    s.set_inputs(arrays)
+    s.infer()
+    detail = rk.rknn_perf_detail()
+    if s.query(rk.RKNN_QUERY_PERF_DETAIL, detail):
+        raise SystemExit("RKNN_QUERY_PERF_DETAIL failed")
+    perf = rk.rknn_perf_run()
+    s.query(rk.RKNN_QUERY_PERF_RUN, perf)
+    print(f"model: {name}")
+    print(ctypes.string_at(detail.perf_data, detail.data_len).decode(), end="")
+    print(f"rknn_run: {perf.run_duration} us (RKNN_QUERY_PERF_RUN)")
     s.close()
     return 0
 
@@ -277,12 +388,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", **target)
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("bench", help="latency percentiles through the general API")
+    mask = {"default": "0", "help": "rknn_core_mask, e.g. 0x7 = CORE_0_1_2 (default 0: AUTO)"}
+    p = sub.add_parser("bench", help="latency percentiles and frames per second")
     p.add_argument("model", nargs="?", help="rknnrt model file or ONNX model")
-    p.add_argument("--runs", type=int, default=100)
+    p.add_argument("--runs", type=int, default=100, help="frames per thread")
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1,
+                   help="duplicated contexts, one per thread (rknn_dup_context)")  # fmt: skip
+    p.add_argument("--core-mask", **mask)
     p.add_argument("--target", **target)
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("perf", help="the per-layer performance table of one run")
+    p.add_argument("model", nargs="?", help="rknnrt model file or ONNX model")
+    p.add_argument("--core-mask", **mask)
+    p.add_argument("--target", **target)
+    p.set_defaults(func=cmd_perf)
     return parser
 
 

@@ -49,7 +49,7 @@ __all__ = [
     "rknn_init", "rknn_destroy", "rknn_query", "rknn_inputs_set", "rknn_run", "rknn_outputs_get",
     "rknn_outputs_release", "rknn_dup_context", "rknn_set_core_mask", "rknn_set_batch_core_num",
     "rknn_set_io_mem", "rknn_set_weight_mem", "rknn_set_internal_mem", "rknn_set_input_shapes",
-    "rknn_set_input_shape",
+    "rknn_set_input_shape", "rknn_wait",
 ]  # fmt: skip
 
 
@@ -276,12 +276,34 @@ def rknn_inputs_set(context: Any, n_inputs: int, inputs: Any) -> None:
 
 @c_api
 def rknn_run(context: Any, extend: Any) -> None:
-    """Run one inference synchronously; `extend` may be None, else frame_id is written."""
+    """Run one inference. `extend` may be None; else frame_id is written, non_block = 1 returns
+    at once (see rknn_wait), timeout_ms > 0 bounds a blocking run, and fence_fd carries the
+    input fence (FENCE_IN_OUTSIDE) or receives the output fence (FENCE_OUT_OUTSIDE), which the
+    caller closes. docs/device.md has the rules."""
     ctx = _ctx(context)
     ext = None if extend is None else struct_at(extend, rknn_run_extend, "extend")
+    args = None if ext is None else (ext.non_block, ext.timeout_ms, ext.fence_fd)
     ctx.enter("rknn_run")
     try:
-        frame_id = ctx.run()
+        frame_id = ctx.run(args)
+    finally:
+        ctx.leave()
+    if ext is not None:
+        ext.frame_id = frame_id
+        if ctx.fence_out:
+            ext.fence_fd = ctx.out_fence_fd
+
+
+@c_api
+def rknn_wait(context: Any, extend: Any) -> None:
+    """Wait for the frame a non-blocking rknn_run started (returns at once when none is in
+    flight). `extend` may be None; else timeout_ms > 0 bounds the wait (RKNN_ERR_TIMEOUT, the
+    frame keeps running) and frame_id receives the last finished frame's id."""
+    ctx = _ctx(context)
+    ext = None if extend is None else struct_at(extend, rknn_run_extend, "extend")
+    ctx.enter("rknn_wait")
+    try:
+        frame_id = ctx.wait(0 if ext is None else ext.timeout_ms)
     finally:
         ctx.leave()
     if ext is not None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..model import container
 from ..model.meta import ModelMeta
-from . import attrs, layouts, log, platforms, sram
+from . import attrs, device, jobs, layouts, log, perf, platforms, sram
 from .errors import (
     CTX_INVALID,
     FAIL,
@@ -26,6 +26,7 @@ from .errors import (
     MODEL_INVALID,
     OUTPUT_INVALID,
     PARAM_INVALID,
+    TIMEOUT,
     RknnError,
 )  # fmt: skip
 from .executor import Binding, Program, address_of
@@ -108,6 +109,15 @@ class OutputRequest:
 
 
 @dataclass
+class Results:
+    """Async mode: a finished frame's output buffers, detached from the binding."""
+
+    arrays: list[np.ndarray]
+    addresses: list[int]
+    frame: int
+
+
+@dataclass
 class IoBinding:
     """A zero-copy binding made by rknn_set_io_mem: memory plus how its data is laid out."""
 
@@ -151,11 +161,29 @@ class Context:
         self._has_results = False
         self._handed_out: dict[int, np.ndarray] = {}
         self._io: dict[tuple[str, int], IoBinding] = {}
-        self.frame_id = 0
+        self.frame_id = 0  # the last frame submitted by rknn_run
         self.last_run_us = 0
         self.destroyed = False
         # Read once, as the vendor reads RKNN_LOG_LEVEL at init: the run path stays cheap.
         self._log_timing = log.level() >= log.TIMING
+        self._log_perf = log.level() >= log.PERF
+        # Scheduling and frames (docs/device.md): the platform's device, the cores a job asks
+        # for, the frame in flight (non-blocking, async, fenced or time-limited runs).
+        self.async_mode = "RKNN_FLAG_ASYNC_MASK" in flags
+        self.fence_in = "RKNN_FLAG_FENCE_IN_OUTSIDE" in flags
+        self.fence_out = "RKNN_FLAG_FENCE_OUT_OUTSIDE" in flags
+        self._fenced = self.fence_in or self.fence_out
+        self._inline = not (self.async_mode or self.fence_out)
+        self._device = device.get(self.platform.name, self.platform.npu_cores)
+        self._cores = device.cores_for(device.CORE_AUTO, self.platform.npu_cores)
+        self._job: jobs.Job | None = None
+        self._worker: jobs.Worker | None = None
+        self._done_frame = 0  # the frame whose results the binding holds
+        self._ready: Results | None = None  # async mode: what rknn_outputs_get returns
+        self.out_fence_fd = -1  # FENCE_OUT_OUTSIDE: the last run's fence, for extend->fence_fd
+        self.last_cores: tuple[int, ...] = ()
+        self._profiler: perf.Profiler | None = None
+        self._perf: tuple[int, str] | None = None  # (frame, table) of the last PERF_DETAIL
         self.general_api = self.platform.supports("rknn_inputs_set")
         self.outside = "RKNN_FLAG_MEM_ALLOC_OUTSIDE" in flags
         self.info_only = "RKNN_FLAG_COLLECT_MODEL_INFO_ONLY" in flags
@@ -177,6 +205,11 @@ class Context:
         if source is not None:  # rknn_dup_context: same weights and program, own IO
             self.weights, self.program = source.weights, source.program
             self._make_binding()
+
+    @property
+    def device(self) -> device.Device:
+        """The simulated NPU this context's jobs run on (shared by the platform's contexts)."""
+        return self._device
 
     # -- set-up -----------------------------------------------------------------------------
     def load(self, donor: Context | None) -> None:
@@ -284,6 +317,8 @@ class Context:
             )
         if index == self.shape_set:
             return
+        self._settle("rknn_set_input_shapes")
+        self._ready = None
         self.shape_set = index
         self.inputs, self.outputs = self.model.plans_for(index)
         if index in self._per_set:
@@ -333,6 +368,7 @@ class Context:
         return spec.name, "NHWC" if len(spec.shape) == 4 else "UNDEFINED", shapes
 
     def set_weight_mem(self, memory: Memory) -> None:
+        self._settle("rknn_set_weight_mem")
         if not self.outside:
             raise RknnError(
                 FAIL, "rknn_set_weight_mem needs a context made with RKNN_FLAG_MEM_ALLOC_OUTSIDE"
@@ -357,6 +393,7 @@ class Context:
         self._make_binding()
 
     def set_internal_mem(self, memory: Memory) -> None:
+        self._settle("rknn_set_internal_mem")
         if not self.internal_outside:
             raise RknnError(
                 FAIL,
@@ -451,18 +488,33 @@ class Context:
         return self.model.meta.custom_string
 
     def perf_run(self) -> int:
+        """RKNN_QUERY_PERF_RUN: µs the last finished frame spent on its cores."""
         return self.last_run_us
 
     def perf_detail(self) -> str:
+        """RKNN_QUERY_PERF_DETAIL: the per-layer table of the last finished frame (made once
+        per frame; core/perf.py)."""
         if "RKNN_FLAG_COLLECT_PERF_MASK" not in self.flags:
             raise RknnError(
                 FAIL, "RKNN_QUERY_PERF_DETAIL needs RKNN_FLAG_COLLECT_PERF_MASK at rknn_init"
             )
-        rule = "-" * 96
-        return (
-            f"{rule}\n{'Network Layer Information Table':^96}\n{rule}\n"
-            f"Total Operator Elapsed Per Frame Time(us): {self.last_run_us}\n{rule}\n"
-        )
+        self._settle("RKNN_QUERY_PERF_DETAIL")
+        if self._done_frame == 0 or self.program is None:
+            raise RknnError(FAIL, "RKNN_QUERY_PERF_DETAIL: no finished run; call rknn_run first")
+        if self._perf is None or self._perf[0] != self._done_frame:
+            self._perf = (self._done_frame, self._perf_table())
+        return self._perf[1]
+
+    def _perf_table(self) -> str:
+        """Profile the program on the current inputs and render the table (core/perf.py)."""
+        assert self.program is not None and self.weights is not None
+        if self._profiler is None:
+            self._profiler = perf.Profiler(self.model.meta, self.model.graph)
+        feeds = dict(zip(self.program.input_names, self._feed_arrays))
+        times = self._profiler.measure(self.weights, feeds)
+        split = device.cores_for(self.core_mask, self.platform.npu_cores)[1]
+        model = perf.CostModel(self.platform, self._profiler.dtype, split)
+        return perf.render(perf.rows(self._profiler, times, model), model, self.core_mask)
 
     def placement(self) -> list[tuple[str, str]]:
         """(op, device) for every op: all run on the NPU; GPU fallback only matters for ops the
@@ -473,6 +525,7 @@ class Context:
     def set_io_mem(self, memory: Memory, name: str, dtype: str, fmt: str, pass_through: bool,
                    w_stride: int) -> None:  # fmt: skip
         """Bind `memory` to the input or output called `name` (the attr's name)."""
+        self._settle("rknn_set_io_mem")
         self.check_shapes_chosen("rknn_set_io_mem")
         for plan in self.inputs:
             if plan.spec.name == name:
@@ -533,6 +586,8 @@ class Context:
         """items: (index, caller bytes, buffer dtype, buffer fmt, pass_through)."""
         if self.outside:
             self.check_general_api("rknn_inputs_set")
+        if self._job is not None:
+            self._settle("rknn_inputs_set")
         self.check_shapes_chosen("rknn_inputs_set")
         count = len(self.inputs)
         if len(items) != count:
@@ -590,7 +645,13 @@ class Context:
     def _internal_ready(self) -> bool:
         return self.internal_memory is not None and not self.internal_memory.destroyed
 
-    def run(self) -> int:
+    def run(self, extend: tuple[int, int, int] | None = None) -> int:
+        """rknn_run (facts §4.1, §5.7; docs/device.md). `extend` is the caller's
+        rknn_run_extend as (non_block, timeout_ms, fence_fd), None when NULL. Returns the
+        frame id. A blocking run without a time limit runs on the caller's thread; the others
+        become a Job on the context's worker."""
+        if self._job is not None:
+            self._settle("rknn_run", extend[1] if extend is not None else 0)
         binding = self._binding
         if (
             binding is None
@@ -600,23 +661,191 @@ class Context:
             or (self.outside and len(self._io) < len(self._inputs_ready) + len(binding.outputs))
         ):
             self._check_runnable()
+        fence = self._check_fences(extend) if self._fenced else -1
         if self._io:
             if self.model.dynamic and any(b.shape_set != self.shape_set for b in self._io.values()):
                 self._check_runnable()
             self._read_bound_inputs()
+        if not self._inline or (extend is not None and (extend[0] or extend[1] > 0)):
+            return self._run_job(binding, extend, fence)
         for index, address in enumerate(binding.addresses):
             if address in self._handed_out:  # the caller still holds last run's buffer
                 binding.replace_output(index)
-        start = time.perf_counter()
-        binding.run()
-        self.last_run_us = int((time.perf_counter() - start) * 1e6)
+        if fence >= 0:
+            jobs.wait_fence(fence)
+        frame = self.frame_id + 1
+        allowed, count = self._cores
+        req = self._device.acquire(allowed, count, self.priority, (self.handle, frame))
+        try:
+            start = time.perf_counter()
+            binding.run()
+            self.last_run_us = int((time.perf_counter() - start) * 1e6)
+        finally:
+            self._device.release(req)
+        self.frame_id = frame
+        self._finish_frame(frame, req.cores)
+        return frame
+
+    def _check_fences(self, extend: tuple[int, int, int] | None) -> int:
+        """The input fence to wait for (-1: none); FENCE_* contexts need an extend."""
+        if extend is None:
+            flag = "FENCE_IN_OUTSIDE" if self.fence_in else "FENCE_OUT_OUTSIDE"
+            raise RknnError(
+                PARAM_INVALID,
+                f"rknn_run: the context was made with RKNN_FLAG_{flag}; pass an rknn_run_extend "
+                "(fence_fd: the fence to wait for, or -1; the output fence is returned there)",
+            )
+        fd = extend[2]
+        if not self.fence_in or fd < 0:
+            return -1
+        jobs.check_fence(fd)
+        return fd
+
+    def _finish_frame(self, frame: int, cores: tuple[int, ...]) -> None:
+        """After a frame ran (on the caller's thread or the worker): record it, write the
+        zero-copy outputs, log."""
+        self._done_frame = frame
         self._has_results = True
-        self.frame_id += 1
+        self.last_cores = cores
         if self._io:
             self._write_bound_outputs()
         if self._log_timing:
-            log.timing(f"rknn_run: {self.last_run_us} us")
-        return self.frame_id
+            where = ", ".join(str(c) for c in cores)
+            log.timing(f"rknn_run: frame {frame}: {self.last_run_us} us on NPU core {where}")
+        if self._log_perf:
+            table = self._perf_table()
+            log.emit(log.PERF, "I", f"rknn_run: frame {frame}, per-layer performance:\n{table}")
+
+    def _run_job(self, binding: Binding, extend: tuple[int, int, int] | None, fence: int) -> int:
+        """Hand the frame to the worker; wait for it only for a blocking, time-limited run."""
+        non_block, timeout_ms, _ = extend if extend is not None else (0, 0, -1)
+        if self.async_mode:
+            self._detach_results()  # frame n-1 becomes what rknn_outputs_get returns
+        else:
+            for index, address in enumerate(binding.addresses):
+                if address in self._handed_out:
+                    binding.replace_output(index)
+        frame = self.frame_id + 1
+        job = jobs.Job(frame)
+        out = jobs.OutFence() if self.fence_out else None
+        if self._worker is None:
+            self._worker = jobs.Worker(f"rknnrt-ctx-{self.handle:#x}")
+        self._job, self.frame_id = job, frame
+        self._worker.submit(lambda: self._job_body(job, binding, fence, out))
+        if out is not None:
+            self.out_fence_fd = out.fd
+        if non_block or self.async_mode or out is not None:
+            return frame
+        # A blocking run with timeout_ms > 0.
+        if not job.wait(timeout_ms) and job.cancel(self._device.cancel):
+            job.done.wait()
+            self._job, self.frame_id = None, frame - 1
+            raise RknnError(
+                TIMEOUT,
+                f"rknn_run: frame {frame} did not start within {timeout_ms} ms (its input fence "
+                "or an NPU core was not free); it was withdrawn, and the context is ready",
+            )
+        if job.done.is_set():  # in time (or just after the limit, before it could be withdrawn)
+            self._job = None
+            if job.error is not None:
+                raise job.error
+            return frame
+        raise RknnError(
+            TIMEOUT,
+            f"rknn_run: frame {frame} did not finish within {timeout_ms} ms; it completes in "
+            "the background and the next call on this context waits for it",
+        )
+
+    def _job_body(self, job: jobs.Job, binding: Binding, fence: int,
+                  out: jobs.OutFence | None) -> None:  # fmt: skip
+        """The worker's part of a frame: input fence, cores, run, outputs, output fence."""
+        try:
+            if fence >= 0:
+                jobs.wait_fence(fence, job=job)
+            allowed, count = self._cores
+            with job.lock:
+                if job.cancelled:
+                    return
+                req = self._device.submit(allowed, count, self.priority, (self.handle, job.frame))
+                job.request = req
+            self._device.wait(req)
+            if not job.begin():
+                self._device.release(req)
+                return
+            try:
+                start = time.perf_counter()
+                binding.run()
+                self.last_run_us = int((time.perf_counter() - start) * 1e6)
+            finally:
+                self._device.release(req)
+            self._finish_frame(job.frame, req.cores)
+        except RknnError as exc:
+            job.error = exc
+        except Exception as exc:  # the job runs off the API boundary: keep it as a status
+            job.error = RknnError(FAIL, f"frame {job.frame}: {type(exc).__name__}: {exc}")
+        finally:
+            if out is not None:
+                out.signal()
+            job.done.set()
+
+    def _settle(self, call: str, timeout_ms: int = 0) -> None:
+        """Let the frame in flight finish before `call` touches the context's buffers."""
+        job = self._job
+        if job is None:
+            return
+        if not job.wait(timeout_ms):
+            raise RknnError(
+                TIMEOUT,
+                f"{call}: frame {job.frame} is still running after {timeout_ms} ms "
+                "(call rknn_wait, or retry)",
+            )
+        self._job = None
+        if job.error is not None:
+            log.warning(f"{call}: frame {job.frame} failed: {job.error.message}")
+
+    def wait(self, timeout_ms: int = 0) -> int:
+        """rknn_wait: the frame in flight (if any) finishes; returns the last finished frame.
+        In async mode that frame becomes what rknn_outputs_get returns."""
+        job = self._job
+        if job is not None:
+            if not job.wait(timeout_ms):
+                raise RknnError(
+                    TIMEOUT,
+                    f"rknn_wait: frame {job.frame} did not finish within {timeout_ms} ms; it is "
+                    "still running (wait again)",
+                )
+            self._job = None
+            if job.error is not None:
+                raise RknnError(job.error.status, f"frame {job.frame}: {job.error.message}")
+        if self.async_mode:
+            self._detach_results()
+        return self._done_frame
+
+    def _detach_results(self) -> None:
+        """Async mode: the last finished frame's outputs become rknn_outputs_get's results and
+        the binding writes the next frame into fresh buffers."""
+        binding = self._binding
+        if binding is None or self._done_frame == 0:
+            return
+        if self._ready is not None and self._ready.frame == self._done_frame:
+            return
+        self._ready = Results(list(binding.outputs), list(binding.addresses), self._done_frame)
+        for index in range(len(binding.outputs)):
+            binding.replace_output(index)
+
+    def _results(self) -> tuple[list[np.ndarray], list[int], int]:
+        """(arrays, addresses, frame id) that rknn_outputs_get hands out (facts §5.7)."""
+        if self.async_mode and self.frame_id > 0:
+            if self._ready is not None:
+                return self._ready.arrays, self._ready.addresses, self._ready.frame
+            # The first frame is still the current one: frame 0, zeros (docs/device.md).
+            zeros = [np.zeros_like(a) for a in self._binding.outputs]  # type: ignore[union-attr]
+            return zeros, [address_of(z) for z in zeros], 0
+        if self._job is not None:
+            self._settle("rknn_outputs_get")  # "blocks until inference finishes"
+        if not self._has_results or self._binding is None:
+            raise RknnError(OUTPUT_INVALID, "rknn_outputs_get: no finished run; call rknn_run")
+        return self._binding.outputs, self._binding.addresses, self._done_frame
 
     def _read_bound_inputs(self) -> None:
         flush = "RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE" not in self.flags
@@ -657,18 +886,16 @@ class Context:
         preallocated), and the frame id."""
         if self.outside:
             self.check_general_api("rknn_outputs_get")
-        if not self._has_results or self._binding is None:
+        if self._binding is None:
             raise RknnError(OUTPUT_INVALID, "rknn_outputs_get: no finished run; call rknn_run")
+        arrays, addresses, frame = self._results()
         count = len(self.outputs)
         if len(requests) > count:
             raise RknnError(
                 PARAM_INVALID, f"rknn_outputs_get: n_outputs {len(requests)} > model's {count}"
             )
         handed = []
-        binding = self._binding
-        for plan, req, result, result_address in zip(
-            self.outputs, requests, binding.outputs, binding.addresses
-        ):
+        for plan, req, result, result_address in zip(self.outputs, requests, arrays, addresses):
             data = plan.convert(result, req.want_float)
             if req.is_prealloc:
                 need = data.nbytes
@@ -689,7 +916,7 @@ class Context:
                     address = address_of(data)
                 self._handed_out[address] = data
                 handed.append((data, address))
-        return handed, self.frame_id
+        return handed, frame
 
     def outputs_release(self, addresses: list[int]) -> None:
         for address in addresses:
@@ -705,6 +932,7 @@ class Context:
                 f"valid: {', '.join(hex(m) for m in sorted(self.platform.core_masks))}",
             )
         self.core_mask = mask
+        self._update_cores()
 
     def set_batch_core_num(self, core_num: int) -> None:
         self.require("rknn_set_batch_core_num")
@@ -715,6 +943,16 @@ class Context:
                 f"{self.platform.npu_cores} on {self.platform.name}",
             )
         self.batch_core_num = core_num
+        self._update_cores()
+
+    def _update_cores(self) -> None:
+        """The cores each job asks for: the mask's (facts §5.10), and for a multi-batch model
+        (`rknn_batch_size` > 1) up to batch_core_num cores for its batches."""
+        allowed, count = device.cores_for(self.core_mask, self.platform.npu_cores)
+        batch = int(getattr(self.model.meta, "rknn_batch_size", 1) or 1)
+        if batch > 1:
+            count = max(count, min(self.batch_core_num, batch, len(allowed)))
+        self._cores = (allowed, count)
 
     def dup(self) -> Context:
         self.require("rknn_dup_context")
@@ -728,6 +966,14 @@ class Context:
 
     def destroy(self) -> None:
         self.destroyed = True
+        job, self._job = self._job, None
+        if job is not None:  # withdraw a frame that has not started; let a running one end
+            job.cancel(self._device.cancel)
+            job.done.wait()
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+        self._ready = None
         self._handed_out.clear()
         self._has_results = False
         self._io.clear()

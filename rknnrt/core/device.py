@@ -24,7 +24,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # rknn_core_mask values (rknn_api.h) the scheduler interprets.
 CORE_AUTO = 0
@@ -50,7 +50,7 @@ def cores_for(mask: int, cores: int) -> tuple[tuple[int, ...], int]:
     return chosen, len(chosen)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Request:
     """One job's claim on cores: waiting, then granted `cores`, then done (or cancelled)."""
 
@@ -58,14 +58,10 @@ class Request:
     count: int
     rank: int
     seq: int
-    tag: str
+    tag: object  # who asked: (context handle, frame id) for runs, a string for holds
     state: str = "waiting"  # waiting -> granted -> done, or waiting -> cancelled
     cores: tuple[int, ...] = ()
     granted_at: float = 0.0
-
-    @property
-    def key(self) -> tuple[int, int]:
-        return self.rank, self.seq
 
 
 @dataclass
@@ -76,40 +72,56 @@ class CoreStats:
     busy_s: float = 0.0
 
 
-@dataclass(eq=False)
 class Device:
     """The NPU cores of one platform, with a priority queue of waiting jobs."""
 
-    name: str
-    cores: int
-    _cond: threading.Condition = field(default_factory=threading.Condition, repr=False)
-    _owner: list[Request | None] = field(default_factory=list, repr=False)
-    _queue: list[Request] = field(default_factory=list, repr=False)
-    _seq: Iterable[int] = field(default_factory=itertools.count, repr=False)
-    stats: list[CoreStats] = field(default_factory=list)
-    # (tag, cores) of every grant, oldest first (the last _GRANTS_KEPT): which core ran what.
-    grants: deque[tuple[str, tuple[int, ...]]] = field(
-        default_factory=lambda: deque(maxlen=_GRANTS_KEPT)
-    )
+    def __init__(self, name: str, cores: int) -> None:
+        self.name = name
+        self.cores = cores
+        # One plain Lock (cheaper than the default RLock) guards everything; the Condition on
+        # it wakes waiting jobs.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._sleepers = 0  # threads waiting on _cond: release skips notify_all without any
+        self._owner: list[Request | None] = [None] * cores
+        self._queue: list[Request] = []  # waiting requests, by (rank, seq)
+        self._seq = itertools.count()
+        self._jobs = [0] * cores
+        self._busy_s = [0.0] * cores
+        # (tag, cores) of every grant, oldest first (the last _GRANTS_KEPT): which core ran what.
+        self.grants: deque[tuple[object, tuple[int, ...]]] = deque(maxlen=_GRANTS_KEPT)
 
-    def __post_init__(self) -> None:
-        self._owner = [None] * self.cores
-        self.stats = [CoreStats() for _ in range(self.cores)]
+    def __repr__(self) -> str:
+        return f"Device({self.name!r}, cores={self.cores})"
+
+    @property
+    def stats(self) -> list[CoreStats]:
+        """Per core: jobs granted and seconds held since the Device was made."""
+        with self._lock:
+            return [CoreStats(j, b) for j, b in zip(self._jobs, self._busy_s)]
 
     # -- jobs -------------------------------------------------------------------------------
-    def submit(self, allowed: tuple[int, ...], count: int, priority: str, tag: str = "") -> Request:
+    def submit(self, allowed: tuple[int, ...], count: int, priority: str,
+               tag: object = "") -> Request:  # fmt: skip
         """Queue a job for `count` of the `allowed` cores; it may be granted at once."""
         return self._submit(allowed, count, RANKS[priority], tag)
 
-    def _submit(self, allowed: tuple[int, ...], count: int, rank: int, tag: str) -> Request:
-        with self._cond:
-            req = Request(allowed, count, rank, next(self._seq), tag)  # type: ignore[call-overload]
+    def _submit(self, allowed: tuple[int, ...], count: int, rank: int, tag: object) -> Request:
+        with self._lock:
+            req = Request(allowed, count, rank, next(self._seq), tag)
             if not self._queue:  # the common case: nobody waits, take idle cores if any
-                idle = [c for c in allowed if self._owner[c] is None]
-                if len(idle) >= count:
-                    self._grant(req, idle[:count])
-                    return req
-            bisect.insort(self._queue, req, key=lambda r: r.key)
+                owner = self._owner
+                if count == 1:
+                    for core in allowed:
+                        if owner[core] is None:
+                            self._grant(req, (core,))
+                            return req
+                else:
+                    idle = [c for c in allowed if owner[c] is None]
+                    if len(idle) >= count:
+                        self._grant(req, tuple(idle[:count]))
+                        return req
+            bisect.insort(self._queue, req, key=_key)
             self._schedule()
             return req
 
@@ -117,40 +129,45 @@ class Device:
         """Block until `req` is granted (True), cancelled or `timeout` seconds pass (False)."""
         if req.state == "granted":
             return True
-        with self._cond:
-            self._cond.wait_for(lambda: req.state != "waiting", timeout)
+        with self._lock:
+            self._sleepers += 1
+            try:
+                self._cond.wait_for(lambda: req.state != "waiting", timeout)
+            finally:
+                self._sleepers -= 1
             return req.state == "granted"
 
     def cancel(self, req: Request) -> bool:
         """Withdraw a waiting request; False if it was already granted (or finished)."""
-        with self._cond:
+        with self._lock:
             if req.state != "waiting":
                 return False
             self._queue.remove(req)
             req.state = "cancelled"
             self._schedule()  # a withdrawn job may have been blocking lower-ranked ones
-            self._cond.notify_all()
+            if self._sleepers:
+                self._cond.notify_all()
             return True
 
     def release(self, req: Request) -> None:
         """Give back the cores of a granted request and start the waiting jobs that fit."""
-        with self._cond:
+        with self._lock:
             if req.state != "granted":
                 return
             busy = time.perf_counter() - req.granted_at
             for core in req.cores:
                 self._owner[core] = None
-                self.stats[core].busy_s += busy
+                self._busy_s[core] += busy
             req.state = "done"
             if self._queue:
                 self._schedule()
-            self._cond.notify_all()
+            if self._sleepers:
+                self._cond.notify_all()
 
-    def acquire(
-        self, allowed: tuple[int, ...], count: int, priority: str, tag: str = ""
-    ) -> Request:
+    def acquire(self, allowed: tuple[int, ...], count: int, priority: str,
+                tag: object = "") -> Request:  # fmt: skip
         """submit + wait without a time limit: the blocking rknn_run path."""
-        req = self.submit(allowed, count, priority, tag)
+        req = self._submit(allowed, count, RANKS[priority], tag)
         if req.state != "granted":
             self.wait(req)
         return req
@@ -163,36 +180,45 @@ class Device:
         self.wait(req)
         return req
 
-    def waiting(self) -> list[str]:
+    def waiting(self) -> list[object]:
         """Tags of the waiting jobs, in the order they will be considered."""
-        with self._cond:
+        with self._lock:
             return [r.tag for r in self._queue]
 
-    def busy(self) -> list[str | None]:
+    def busy(self) -> list[object]:
         """Per core, the tag of the job holding it (None when idle)."""
-        with self._cond:
+        with self._lock:
             return [None if r is None else r.tag for r in self._owner]
 
-    def wait_until(self, predicate: Callable[[Device], bool], timeout: float = 10.0) -> bool:
-        """Block until `predicate(self)` holds (checked whenever the queue changes)."""
+    def wait_until(self, predicate: Callable[[list[object], list[object]], bool],
+                   timeout: float = 10.0) -> bool:  # fmt: skip
+        """Block until `predicate(waiting tags, per-core tags of the running jobs)` holds
+        (looked at whenever the queue changes, and every 50 ms); False after `timeout` s."""
         deadline = time.monotonic() + timeout
-        with self._cond:
-            while not predicate(self):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(min(left, 0.05))
-            return True
+        with self._lock:
+            self._sleepers += 1
+            try:
+                while not predicate(
+                    [r.tag for r in self._queue],
+                    [None if r is None else r.tag for r in self._owner],
+                ):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._cond.wait(min(left, 0.05))
+                return True
+            finally:
+                self._sleepers -= 1
 
     # -- scheduling (with the lock held) --------------------------------------------------------
-    def _grant(self, req: Request, cores: list[int]) -> None:
-        req.cores = tuple(cores)
+    def _grant(self, req: Request, cores: tuple[int, ...]) -> None:
+        req.cores = cores
         req.state = "granted"
         req.granted_at = time.perf_counter()
         for core in cores:
             self._owner[core] = req
-            self.stats[core].jobs += 1
-        self.grants.append((req.tag, req.cores))
+            self._jobs[core] += 1
+        self.grants.append((req.tag, cores))
 
     def _schedule(self) -> None:
         """Start waiting jobs in (priority, arrival) order; a job that cannot start reserves the
@@ -203,12 +229,16 @@ class Device:
             idle = [c for c in req.allowed if self._owner[c] is None and c not in reserved]
             if len(idle) >= req.count:
                 self._queue.remove(req)
-                self._grant(req, idle[: req.count])
+                self._grant(req, tuple(idle[: req.count]))
                 started = True
             else:
                 reserved.update(req.allowed)
-        if started:
+        if started and self._sleepers:
             self._cond.notify_all()
+
+
+def _key(req: Request) -> tuple[int, int]:
+    return req.rank, req.seq
 
 
 _devices: dict[str, Device] = {}

@@ -30,7 +30,6 @@ class Job:
         self.error: RknnError | None = None
         self.started = False  # it got its cores and ran (or is running)
         self.cancelled = False
-        self.reported = False  # its error has been returned to the application
         self.request: object | None = None  # the device.Request while waiting for cores
         self.lock = threading.Lock()
 

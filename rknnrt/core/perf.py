@@ -42,7 +42,15 @@ ARRAY_MACS_INT8 = 1024
 FP16_RATE = 0.5  # fp16 MACs per cycle relative to int8 (TRM: 512 / 1024)
 ALIGN = {"INT8": 32, "FLOAT16": 16}
 LANES = {"INT8": 16, "FLOAT16": 8}  # elements per cycle of the non-MAC units (16 bytes)
-FUSED = frozenset({"QuantizeLinear", "DequantizeLinear"})  # folded into the NPU's neighbours
+# Nodes that only emulate the NPU's number format: quantise/dequantise pairs around int8 ops, and
+# float32 <-> float16 Casts that round stored tensors. On the NPU they are part of the
+# neighbouring ops, so the cost model gives them no time, traffic or core.
+FUSED = frozenset({"QuantizeLinear", "DequantizeLinear"})
+_FLOATS = frozenset({"FLOAT32", "FLOAT16"})
+# An activation right after one of these runs inside it on the NPU (the tensor between is never
+# stored; the converter's quantiser makes the same assumption), so it costs nothing either.
+_FUSES_ACTIVATION = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul", "Add"})
+_ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSwish"})
 _MAC_OPS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
 _TYPE_NAMES = {
     "float": "FLOAT32", "float16": "FLOAT16", "int8": "INT8", "uint8": "UINT8",
@@ -101,7 +109,7 @@ class CostModel:
         return self.platform.npu_tops * 1e12 / 2 / self.platform.npu_cores / ARRAY_MACS_INT8
 
     def estimate(self, op_type: str, ins: list[list[int]], outs: list[list[int]]) -> Estimate:
-        if not self.known or op_type in FUSED:
+        if not self.known:
             return Estimate(workload=self._workload(1))
         elem = _SIZES[self.dtype]
         rw = elem * (sum(prod(s) for s in ins) + sum(prod(s) for s in outs))
@@ -125,6 +133,7 @@ class CostModel:
         )
 
     def _workload(self, split: int) -> list[float]:
+        """Per core, the share of the op it runs (split 0: none, it is not an NPU op)."""
         n = self.platform.npu_cores
         return [100.0 / split if core < split else 0.0 for core in range(n)]
 
@@ -175,6 +184,7 @@ class Profiler:
             self.nodes.append((node.op_type, name))
         self.graph = model.SerializeToString()
         self.meta = meta
+        self.fused = _fused_activations(model.graph)
         quantized = any(op in FUSED or op.startswith("QLinear") for op, _ in self.nodes)
         self.dtype = "INT8" if quantized else "FLOAT16"
 
@@ -212,6 +222,25 @@ class Profiler:
         return _node_times(events)
 
 
+def _fused_activations(graph: onnx.GraphProto) -> set[str]:
+    """Names of activation nodes whose input comes only from a MAC/Add node (fused on the NPU)."""
+    producer = {out: node.op_type for node in graph.node for out in node.output}
+    uses: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            uses[name] = uses.get(name, 0) + 1
+    outputs = {vi.name for vi in graph.output}
+    return {
+        node.name
+        for node in graph.node
+        if node.op_type in _ACTIVATIONS
+        and node.input
+        and producer.get(node.input[0]) in _FUSES_ACTIVATION
+        and uses.get(node.input[0]) == 1
+        and node.input[0] not in outputs
+    }
+
+
 def _shapes(entries: list[dict]) -> list[list[int]]:
     return [list(next(iter(e.values()))) for e in entries if e]
 
@@ -228,10 +257,11 @@ def _node_times(events: list[dict]) -> dict[str, dict]:
         if node not in found:
             args = event.get("args", {})
             outs = args.get("output_type_shape", [])
+            ins = args.get("input_type_shape", [])
             found[node] = {
-                "ins": _shapes(args.get("input_type_shape", [])),
+                "ins": _shapes(ins),
                 "outs": _shapes(outs),
-                "dtype": _TYPE_NAMES.get(next(iter(outs[0]), "")) if outs and outs[0] else None,
+                "types": {_TYPE_NAMES.get(next(iter(e), ""), "") for e in ins + outs if e},
             }
     for node, values in durations.items():
         measured = values[1:] or values  # the first is the warm-up run
@@ -249,8 +279,15 @@ def rows(profiler: Profiler, times: dict[str, dict], model: CostModel) -> list[O
         t = times.get(name)
         if t is None:  # not a kernel (e.g. a Constant folded at load)
             continue
-        est = model.estimate(op_type, t["ins"], t["outs"])
-        rw = 0 if op_type in FUSED else elem * sum(prod(s) for s in t["ins"] + t["outs"])
+        if (
+            op_type in FUSED
+            or name in profiler.fused
+            or (op_type == "Cast" and t["types"] <= _FLOATS)
+        ):
+            est, rw = Estimate(workload=model._workload(0)), 0
+        else:
+            est = model.estimate(op_type, t["ins"], t["outs"])
+            rw = elem * sum(prod(s) for s in t["ins"] + t["outs"])
         row = OpRow(op_type, name, model.dtype, "NPU", t["ins"], t["outs"], t["us"], rw, est)
         result.append(row)
     for spec in profiler.meta.outputs:
@@ -263,7 +300,7 @@ def _io_row(kind: str, spec: TensorSpec, ins: list[list[int]], outs: list[list[i
     """The runtime's own input/output step (on the CPU; its time is in inputs_set/outputs_get)."""
     dtype = _TYPE_NAMES.get("float" if spec.dtype == "float32" else spec.dtype, "\\")
     return OpRow(kind, spec.name, dtype, "CPU", ins, outs, 0.0, 0,
-                 Estimate(workload=model._workload(1)))  # fmt: skip
+                 Estimate(workload=model._workload(0)))  # fmt: skip
 
 
 # -- rendering ---------------------------------------------------------------------------------

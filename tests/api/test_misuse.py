@@ -107,6 +107,7 @@ def _args_with_context(name: str, context: Any) -> tuple:
         "rknn_set_internal_mem": lambda: (context, _spare_mem()),
         "rknn_set_input_shapes": lambda: (context, 1, rk.rknn_tensor_attr()),
         "rknn_set_input_shape": lambda: (context, rk.rknn_tensor_attr()),
+        "rknn_wait": lambda: (context, rk.rknn_run_extend()),
     }  # fmt: skip
     if name not in builders:
         pytest.fail(f"{name} is exported but has no misuse case in this test")
@@ -532,6 +533,8 @@ GARBAGE: dict[str, Callable[[Any], tuple[Callable[..., int], tuple]]] = {
     ),
     "run_extend_object": lambda c: (rk.rknn_run, (c, object())),
     "run_extend_wrong_struct": lambda c: (rk.rknn_run, (c, rk.rknn_output_extend())),
+    "wait_extend_object": lambda c: (rk.rknn_wait, (c, object())),
+    "wait_extend_wrong_struct": lambda c: (rk.rknn_wait, (c, rk.rknn_output_extend())),
     "init_model_object": lambda c: (rk.rknn_init, (rk.rknn_context(), object(), 10, 0, None)),
     "init_extend_object": lambda c: (rk.rknn_init, (rk.rknn_context(), b"x" * 99, 99, 0, 5.0)),
     "set_core_mask_str": lambda c: (rk.rknn_set_core_mask, (c, "ALL")),

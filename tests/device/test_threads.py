@@ -1,0 +1,81 @@
+"""Many threads, duplicated contexts, and one context shared by mistake (user needs A24)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from conftest import N_IMAGES, device_of, get_output, set_input
+
+import rknnrt as rk
+from rknnrt.core import registry
+
+THREADS = 8
+RUNS = 200
+
+
+def test_eight_threads_of_duplicated_contexts_match_one_thread(make_ctx, default_model_bytes,
+                                                               images, expected):  # fmt: skip
+    """Acceptance: 8 threads x rknn_dup_context x 200 runs each equal the single-thread
+    results, frame ids count per context, and the jobs spread over the three cores."""
+    base = make_ctx(default_model_bytes)
+    contexts = [base]
+    for _ in range(THREADS - 1):
+        dup = rk.rknn_context()
+        assert rk.rknn_dup_context(base, dup) == 0
+        contexts.append(dup)
+    dev = device_of(base)
+    before = [s.jobs for s in dev.stats]
+    failures: list[str] = []
+    start = threading.Barrier(THREADS)
+
+    def work(t: int, ctx: rk.rknn_context) -> None:
+        start.wait()
+        try:
+            for i in range(RUNS):
+                k = (t + i) % N_IMAGES
+                set_input(ctx, images[k])
+                assert rk.rknn_run(ctx, None) == 0
+                data, frame = get_output(ctx)
+                if frame != i + 1 or not np.array_equal(data, expected[k]):
+                    failures.append(f"thread {t} run {i}: frame {frame}, image {k}")
+        except AssertionError as exc:  # a failed call: reported by the main thread
+            failures.append(f"thread {t}: {exc}")
+
+    threads = [threading.Thread(target=work, args=(t, c)) for t, c in enumerate(contexts)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert failures == []
+        jobs = [s.jobs - b for s, b in zip(dev.stats, before)]
+        assert sum(jobs) == THREADS * RUNS
+    finally:
+        for ctx in contexts[1:]:
+            assert rk.rknn_destroy(ctx) == 0
+
+
+def test_two_threads_in_one_context_are_refused(make_ctx, default_model_bytes, images,
+                                                hold_cores, rknn_log):  # fmt: skip
+    """The second thread gets RKNN_ERR_FAIL and one line naming rknn_dup_context; the first
+    finishes normally."""
+    ctx = make_ctx(default_model_bytes)
+    assert rk.rknn_set_core_mask(ctx, rk.RKNN_NPU_CORE_0) == 0
+    set_input(ctx, images[0])
+    dev = device_of(ctx)
+    hold = hold_cores(ctx, (0,))
+    result: list[int] = []
+    first = threading.Thread(target=lambda: result.append(rk.rknn_run(ctx, None)))
+    first.start()
+    assert dev.wait_until(lambda waiting, running: (ctx.value, 1) in waiting)
+    # ctx is inside rknn_run on the other thread, waiting for core 0.
+    for call, args in ((rk.rknn_run, (ctx, None)), (rk.rknn_wait, (ctx, None))):
+        assert call(*args) == rk.RKNN_ERR_FAIL
+        (line,) = rknn_log.take("E")
+        assert "in use by another thread" in line and "rknn_dup_context" in line
+    dev.release(hold)
+    first.join()
+    assert result == [0]
+    assert get_output(ctx)[1] == 1
+    assert registry.get(ctx.value).frame_id == 1
