@@ -107,8 +107,12 @@ def rknn_destroy(context: Any) -> None:
     memory made on it with rknn_create_mem and not destroyed is freed (with a warning)."""
     handle = context_handle(context)
     ctx = _ctx(handle)
-    registry.remove(handle)
-    ctx.destroy()
+    ctx.enter("rknn_destroy")  # refused while another thread is inside a call on it
+    try:
+        registry.remove(handle)
+        ctx.destroy()
+    finally:
+        ctx.leave()
     _pending_shapes.pop(handle, None)
     leaked = memory_api.release_owned(handle)
     if leaked:

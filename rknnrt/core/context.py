@@ -949,7 +949,7 @@ class Context:
         """The cores each job asks for: the mask's (facts §5.10), and for a multi-batch model
         (`rknn_batch_size` > 1) up to batch_core_num cores for its batches."""
         allowed, count = device.cores_for(self.core_mask, self.platform.npu_cores)
-        batch = int(getattr(self.model.meta, "rknn_batch_size", 1) or 1)
+        batch = self.model.meta.rknn_batch_size
         if batch > 1:
             count = max(count, min(self.batch_core_num, batch, len(allowed)))
         self._cores = (allowed, count)

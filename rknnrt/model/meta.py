@@ -83,6 +83,8 @@ class ModelMeta:
     # `inputs`/`outputs` hold the largest set's shapes. Empty for a static model.
     input_shape_sets: list[list[list[int]]] = field(default_factory=list)
     output_shape_sets: list[list[list[int]]] = field(default_factory=list)
+    # build(rknn_batch_size=N): the batch the model was built for (its inputs' first dim).
+    rknn_batch_size: int = 1
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True).encode()
@@ -140,6 +142,13 @@ def _parse_tensor(raw: Any, where: str) -> TensorSpec:
     if not 0 < len(spec.shape) <= 16:
         raise ModelFormatError(f"metadata: {where} must have 1 to 16 dims")
     return spec
+
+
+def _batch_size(raw: dict) -> int:
+    batch = raw.get("rknn_batch_size", 1)
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise ModelFormatError("metadata: rknn_batch_size must be a positive integer")
+    return batch
 
 
 def _shape_sets(raw: dict, key: str, count: int) -> list[list[list[int]]]:
@@ -205,6 +214,7 @@ def _parse_meta(raw: Any, weights_size: int) -> ModelMeta:
         toolkit_version=_want(raw, "toolkit_version", str, ""),
         remove_weight=_want(raw, "remove_weight", bool, ""),
         weights_sha256=_want(raw, "weights_sha256", str, ""),
+        rknn_batch_size=_batch_size(raw),
         input_shape_sets=_shape_sets(raw, "input_shape_sets", len(inputs)),
         output_shape_sets=_shape_sets(raw, "output_shape_sets", len(outputs)),
     )

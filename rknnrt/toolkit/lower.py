@@ -174,6 +174,7 @@ def lower(
     shape_sets: list[list[list[int]]] | None = None,
     io_qparams: dict[str, tuple[float, int]] | None = None,
     stored_types: frozenset[int] | None = None,
+    rknn_batch_size: int = 1,
 ) -> tuple[ModelMeta, bytes, bytes]:
     """(metadata, graph bytes, weights bytes) for an ONNX model the passes have prepared.
 
@@ -228,6 +229,7 @@ def lower(
         weights_sha256=hashlib.sha256(weights).hexdigest(),
         input_shape_sets=[list(map(list, shapes)) for shapes in shape_sets or []],
         output_shape_sets=output_sets,
+        rknn_batch_size=rknn_batch_size,
     )
     if remove_weight:
         weights = b""

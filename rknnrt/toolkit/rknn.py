@@ -206,6 +206,7 @@ class RKNN:
             shape_sets=shape_sets,
             io_qparams=io_qparams,
             stored_types=stored_types,
+            rknn_batch_size=rknn_batch_size or 1,
         )
         self._built = container.write(meta.to_json(), graph, weights)
         self._info(f"build: {len(program.graph.node)} nodes, {len(weights)} bytes of weights")

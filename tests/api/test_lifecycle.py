@@ -208,3 +208,19 @@ def test_destroy_with_dup_keeps_the_other_alive(capi, make_ctx, default_model_by
     np.testing.assert_allclose(read(outs[0].buf), reference(image), rtol=RTOL, atol=ATOL)
     assert capi(rk.rknn_outputs_release, b, 1, outs) == 0
     assert capi(rk.rknn_destroy, b) == 0
+
+
+def test_destroy_refused_while_another_call_is_inside(capi, make_ctx, default_model_bytes,
+                                                      rknn_log):  # fmt: skip
+    from rknnrt.core import registry
+
+    context = make_ctx(default_model_bytes)
+    inner = registry.get(context.value)
+    inner.enter("rknn_run")  # another thread is inside a call on this context
+    try:
+        assert capi(rk.rknn_destroy, context) == rk.RKNN_ERR_FAIL
+        assert "in use by another thread" in rknn_log.take("E")[-1]
+        assert registry.get(context.value) is inner  # still alive and usable
+    finally:
+        inner.leave()
+    assert capi(rk.rknn_destroy, context) == rk.RKNN_SUCC

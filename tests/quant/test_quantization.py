@@ -348,6 +348,9 @@ def test_batch_size(make_ctx) -> None:
     assert rknn.build(rknn_batch_size=2) == 0, rknn.last_error
     ctx = make_ctx(rknn.model_bytes())
     assert list(query(ctx, rk.RKNN_QUERY_INPUT_ATTR).dims[:2]) == [2, 64]
+    from rknnrt.core import registry
+
+    assert registry.get(ctx.value).model.meta.rknn_batch_size == 2
     x = np.random.RandomState(9).randn(2, 64).astype(np.float32)
     (got,) = infer(ctx, [x], 1)
     session = ort.InferenceSession(model.SerializeToString())
