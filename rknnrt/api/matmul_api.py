@@ -86,13 +86,15 @@ def _window(mem: Any) -> mm.Window:
     m = struct_at(mem, rknn_tensor_mem, "mem")
     if m.offset < 0:
         raise RknnError(PARAM_INVALID, f"mem->offset {m.offset} is negative")
-    cpu = bytes_at((m.virt_addr or 0) and m.virt_addr + m.offset, m.size, "mem->virt_addr")
     try:
         memory = memory_api.lookup(mem)
     except RknnError:  # the caller's own memory described by hand, or freed rknnrt memory
-        if m.flags == c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE:
+        if m.flags == c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE or memory_api.was_freed(mem):
             raise RknnError(PARAM_INVALID, "mem was freed by rknn_destroy_mem") from None
+        cpu = bytes_at((m.virt_addr or 0) and m.virt_addr + m.offset, m.size, "mem->virt_addr")
         return mm.Window(cpu)
+    # rknnrt's own memory: its real address and size, whatever the struct's fields now say
+    cpu = bytes_at(memory.buffer.address + memory.offset, memory.size, "mem")
 
     def device() -> np.ndarray | None:
         return memory.device if memory.buffer.two_views else None

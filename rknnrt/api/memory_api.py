@@ -25,6 +25,9 @@ __all__ = [
 ]  # fmt: skip
 
 _structs: dict[int, rknn_tensor_mem] = {}  # struct address -> struct, kept alive here
+# Addresses of recently destroyed structs (bounded: enough to catch a stale pointer soon after).
+_freed: dict[int, tuple[int, int]] = {}  # struct address -> (virt_addr, fd) it described
+_FREED_KEPT = 4096
 _ALLOC_FLAGS = (c.RKNN_FLAG_MEMORY_CACHEABLE | c.RKNN_FLAG_MEMORY_NON_CACHEABLE
                 | c.RKNN_FLAG_MEMORY_TRY_ALLOC_SRAM | c.RKNN_MEM_FLAG_ALLOC_NO_CONTEXT)  # fmt: skip
 
@@ -47,6 +50,7 @@ def _publish(memory: Memory, flags: int, virt_addr: int | None = None) -> Any:
     mem.phys_addr = buffer.phys + memory.offset if buffer.phys else 0
     mem.fd, mem.size, mem.flags = buffer.fd, memory.size, flags
     key = ctypes.addressof(mem)
+    _freed.pop(key, None)  # the allocator may reuse a freed struct's address
     _structs[key] = mem
     TABLE.add(key, memory)
     return ctypes.pointer(mem)
@@ -59,7 +63,20 @@ def lookup(mem: Any) -> Memory:
 
 def _free(key: int) -> None:
     TABLE.remove(key)
+    if len(_freed) >= _FREED_KEPT:
+        _freed.pop(next(iter(_freed)))
+    mem = _structs.get(key)
+    if mem is not None:
+        _freed[key] = (mem.virt_addr or 0, mem.fd)
     _structs.pop(key, None)
+
+
+def was_freed(mem: Any) -> bool:
+    """Whether `mem` is an rknn_tensor_mem that rknn_destroy_mem already freed."""
+    m = struct_at(mem, rknn_tensor_mem, "mem")
+    key = ctypes.addressof(m)
+    # the address alone may be a new struct of the caller's: the contents must match too
+    return key not in _structs and _freed.get(key) == (m.virt_addr or 0, m.fd)
 
 
 def release_owned(handle: int) -> int:
@@ -68,6 +85,10 @@ def release_owned(handle: int) -> int:
     for key in keys:
         _free(key)
     return len(keys)
+
+
+def owns_fd(fd: int) -> bool:
+    return TABLE.owned_buffer_for_fd(fd) is not None
 
 
 def model_view(fd: int, offset: int, size: int) -> memoryview:
@@ -79,7 +100,9 @@ def model_view(fd: int, offset: int, size: int) -> memoryview:
             f"extend: model_buffer_fd {fd} with offset {offset} and size {size} is not inside "
             "memory made by rknn_create_mem/rknn_create_mem2",
         )
-    return memoryview(bytes_at(buffer.address + offset, size, "model buffer"))
+    # A view of the mapping itself: destroying the memory then cannot unmap pages the
+    # context still reads its weights from (the mapping outlives the view, not the fd).
+    return memoryview(buffer.cpu[offset : offset + size])
 
 
 @c_api_pointer(rknn_tensor_mem)

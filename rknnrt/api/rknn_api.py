@@ -17,6 +17,7 @@ from ..core import context as core_context
 from ..core import log, registry
 from ..core.context import Context, OutputRequest
 from ..core.errors import CTX_INVALID, FAIL, PARAM_INVALID, RknnError
+from . import constants as c
 from . import memory_api
 from .marshal import (
     array_at,
@@ -60,9 +61,12 @@ def _ctx(context: Any) -> Context:
     return ctx
 
 
-def _read_model(model: Any, size: int, extend: rknn_init_extend | None) -> memoryview:
-    if extend is not None and not model and extend.model_buffer_fd > 0:
-        # MODEL_BUFFER_ZERO_COPY given only the descriptor of an rknn_create_mem buffer.
+def _read_model(
+    model: Any, size: int, extend: rknn_init_extend | None, zero_copy: bool = False
+) -> memoryview:
+    fd = extend.model_buffer_fd if extend is not None else -1
+    if extend is not None and fd > 0 and (not model or (zero_copy and memory_api.owns_fd(fd))):
+        # MODEL_BUFFER_ZERO_COPY from an rknn_create_mem buffer: a view of its own mapping.
         return memory_api.model_view(extend.model_buffer_fd, extend.real_model_offset,
                                      extend.real_model_size or size)  # fmt: skip
     source = model_bytes(model, size)
@@ -97,7 +101,9 @@ def rknn_init(context: Any, model: Any, size: int, flag: int, extend: Any) -> No
         if ext is None or not ext.ctx:
             raise RknnError(PARAM_INVALID, "RKNN_FLAG_SHARE_WEIGHT_MEM needs extend->ctx")
         donor = _ctx(ext.ctx)
-    ctx = core_context.create(_read_model(model, int(size), ext), flags, priority, donor)
+    zero_copy = "RKNN_FLAG_MODEL_BUFFER_ZERO_COPY" in flags
+    model_buf = _read_model(model, int(size), ext, zero_copy)
+    ctx = core_context.create(model_buf, flags, priority, donor)
     ctx.handle = out.value = registry.add(ctx)
 
 
@@ -114,6 +120,7 @@ def rknn_destroy(context: Any) -> None:
     finally:
         ctx.leave()
     _pending_shapes.pop(handle, None)
+    _perf_buffers.pop(handle, None)
     leaked = memory_api.release_owned(handle)
     if leaked:
         log.warning(
@@ -188,9 +195,16 @@ def _query_perf_run(ctx: Context, info: rknn_perf_run) -> None:
     info.run_duration = ctx.perf_run()
 
 
+# The runtime owns perf_data (facts §3): one buffer per context, valid until the next
+# RKNN_QUERY_PERF_DETAIL on that context or its rknn_destroy.
+_perf_buffers: dict[int, ctypes.Array] = {}
+
+
 def _query_perf_detail(ctx: Context, info: rknn_perf_detail) -> None:
     text = ctx.perf_detail().encode()
-    info.perf_data = text  # the struct keeps the bytes alive: the runtime owns perf_data
+    buffer = ctypes.create_string_buffer(text)
+    _perf_buffers[ctx.handle] = buffer
+    info.perf_data = ctypes.cast(buffer, ctypes.c_char_p)
     info.data_len = len(text)
 
 
@@ -199,7 +213,8 @@ def _query_device_mem_info(ctx: Context, info: rknn_tensor_mem) -> None:
     if buffer is None:
         raise RknnError(FAIL, "RKNN_QUERY_DEVICE_MEM_INFO: the runtime allocated no model buffer")
     info.virt_addr, info.phys_addr, info.fd = buffer.address, buffer.phys, buffer.fd
-    info.offset, info.size, info.flags = 0, buffer.size, 1  # RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
+    info.offset, info.size = 0, buffer.size
+    info.flags = c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
 
 
 _QUERIES: dict[str, tuple[type[ctypes.Structure], Callable[[Context, Any], None]]] = {

@@ -611,6 +611,12 @@ class Context:
             raise RknnError(
                 FAIL, "rknn_run: no weight memory: call rknn_set_weight_mem before rknn_run"
             )
+        if self.weight_memory is not None and self.weight_memory.destroyed:
+            raise RknnError(
+                FAIL,
+                "rknn_run: the weight memory was destroyed; bind new memory with "
+                "rknn_set_weight_mem",
+            )
         if self.internal_outside and not self._internal_ready():
             raise RknnError(
                 FAIL, "rknn_run: no internal memory: call rknn_set_internal_mem before rknn_run"

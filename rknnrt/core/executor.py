@@ -51,15 +51,38 @@ class Program:
     initializers, which it copies and optimises.
     """
 
+    def _check_types(self, meta: ModelMeta) -> None:
+        """The graph's IO types and static dims must be what the metadata reports."""
+        nodes = {n.name: n for n in self.session.get_inputs() + self.session.get_outputs()}
+        for spec in [*meta.inputs, *meta.outputs]:
+            node = nodes.get(spec.name)
+            if node is None:
+                continue  # reported by the name check
+            dims = [d for d in node.shape]
+            fixed = [(a, b) for a, b in zip(dims, spec.shape) if isinstance(a, int)]
+            if (
+                node.type != _ORT_TYPES.get(spec.dtype)
+                or len(dims) != len(spec.shape)
+                or any(a != b for a, b in fixed)
+            ):
+                raise RknnError(
+                    MODEL_INVALID,
+                    f"tensor '{spec.name}': the graph has {node.type} {dims}, the metadata "
+                    f"{spec.dtype} {spec.shape}",
+                )
+
     def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray,
                  in_place: bool = False) -> None:  # fmt: skip
         options = _session_options()
         names, values = [], []
-        for w in meta.weights:
-            dtype = np.dtype(np.bool_) if w.dtype == "bool" else np.dtype(w.dtype)
-            view = weights[w.offset : w.offset + w.nbytes].view(dtype).reshape(w.shape)
-            names.append(w.name)
-            values.append(view)
+        try:
+            for w in meta.weights:
+                dtype = np.dtype(np.bool_) if w.dtype == "bool" else np.dtype(w.dtype)
+                view = weights[w.offset : w.offset + w.nbytes].view(dtype).reshape(w.shape)
+                names.append(w.name)
+                values.append(view)
+        except ValueError as exc:  # a weight that does not fit the weight memory
+            raise RknnError(MODEL_INVALID, f"the model's weights do not fit: {exc}") from None
         self.weight_views = list(zip(names, values)) if in_place else []
         try:
             if in_place:
@@ -77,12 +100,21 @@ class Program:
         self.output_names = [o.name for o in self.session.get_outputs()]
         expected_in = [t.name for t in meta.inputs]
         expected_out = [t.name for t in meta.outputs]
+        self._check_types(meta)
         if self.input_names != expected_in or self.output_names != expected_out:
             raise RknnError(
                 MODEL_INVALID,
                 f"graph IO {self.input_names} -> {self.output_names} does not match the "
                 f"metadata {expected_in} -> {expected_out}",
             )
+
+
+_ORT_TYPES = {
+    "float32": "tensor(float)", "float16": "tensor(float16)", "int8": "tensor(int8)",
+    "uint8": "tensor(uint8)", "int16": "tensor(int16)", "uint16": "tensor(uint16)",
+    "int32": "tensor(int32)", "uint32": "tensor(uint32)", "int64": "tensor(int64)",
+    "bool": "tensor(bool)",
+}  # fmt: skip
 
 
 def address_of(array: np.ndarray) -> int:

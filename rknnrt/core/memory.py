@@ -191,13 +191,16 @@ class MemoryTable:
         return self._buffers_by_fd.get(fd)
 
     def buffer_for_phys(self, phys: int) -> tuple[Buffer, int] | None:
-        for buf in self._buffers_by_fd.values():
+        with self._lock:
+            buffers = list(self._buffers_by_fd.values())
+        for buf in buffers:
             if buf.phys <= phys < buf.phys + buf.size:
                 return buf, phys - buf.phys
         return None
 
     def owned_by(self, handle: int) -> list[int]:
-        return [key for key, m in self._mems.items() if m.owner == handle]
+        with self._lock:
+            return [key for key, m in self._mems.items() if m.owner == handle]
 
     def count(self) -> int:
         return len(self._mems)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from math import prod
 from typing import Any
+
+import numpy as np
 
 from .container import ModelFormatError
 
@@ -220,6 +223,18 @@ def _parse_meta(raw: Any, weights_size: int) -> ModelMeta:
     )
     if len(meta.input_shape_sets) != len(meta.output_shape_sets):
         raise ModelFormatError("metadata: input and output shape sets differ in number")
+    for w in meta.weights:
+        itemsize = 1 if w.dtype == "bool" else np.dtype(w.dtype).itemsize
+        if w.nbytes != prod(w.shape) * itemsize:
+            raise ModelFormatError(
+                f"metadata: weight '{w.name}' has {w.nbytes} bytes, its shape {w.shape} of "
+                f"{w.dtype} needs {prod(w.shape) * itemsize}"
+            )
+    if not meta.remove_weight and meta.memory.weight_size != weights_size:
+        raise ModelFormatError(
+            f"metadata: weight_size {meta.memory.weight_size} differs from the "
+            f"{weights_size}-byte weights section"
+        )
     if not meta.remove_weight:
         for w in meta.weights:
             if w.offset + w.nbytes > weights_size:

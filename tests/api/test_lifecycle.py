@@ -224,3 +224,17 @@ def test_destroy_refused_while_another_call_is_inside(capi, make_ctx, default_mo
     finally:
         inner.leave()
     assert capi(rk.rknn_destroy, context) == rk.RKNN_SUCC
+
+
+def test_perf_detail_buffer_outlives_the_query(capi, make_ctx, default_model_bytes):
+    """perf_data belongs to the runtime, also when info is passed as a raw address."""
+    context = make_ctx(default_model_bytes, rk.RKNN_FLAG_COLLECT_PERF_MASK)
+    set_input(capi, context, default_input(seed=7))
+    assert capi(rk.rknn_run, context, None) == 0
+    detail = rk.rknn_perf_detail()
+    size = ctypes.sizeof(detail)
+    assert capi(rk.rknn_query, context, rk.RKNN_QUERY_PERF_DETAIL, ctypes.addressof(detail),
+                size) == 0  # fmt: skip
+    gc.collect()
+    text = ctypes.string_at(detail.perf_data, detail.data_len).decode()
+    assert "Network Layer Information Table" in text

@@ -717,3 +717,15 @@ def test_destroyed_and_foreign_handles(capi, ctx, rknn_log):
     one_error(rknn_log, "rknn_matmul_run", "is not a matmul context")
     assert capi(rk.rknn_matmul_run, 0) == rk.RKNN_ERR_CTX_INVALID
     one_error(rknn_log, "rknn_matmul_run", "invalid context 0x0")
+
+
+def test_tampered_mem_size_is_not_trusted(capi):
+    """set_io_mem uses the size rknnrt allocated, not what the struct now says."""
+    ctx, io = rk.rknn_matmul_ctx(), rk.rknn_matmul_io_attr()
+    assert capi(rk.rknn_matmul_create, ctx, make_info(T["INT8_MM_INT8_TO_INT32"], 4, 64, 64),
+                io) == 0  # fmt: skip
+    small = rk.rknn_create_mem(ctx, 16)
+    small.contents.size = io.C.size  # lie about the size
+    assert capi(rk.rknn_matmul_set_io_mem, ctx, small, io.C) == rk.RKNN_ERR_PARAM_INVALID
+    assert capi(rk.rknn_destroy_mem, ctx, small) == 0
+    assert capi(rk.rknn_matmul_destroy, ctx) == 0

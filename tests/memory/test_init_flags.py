@@ -281,3 +281,18 @@ def test_process_priority(default_model_bytes, tmp_path, flag) -> None:
         assert after == -19
     else:  # not permitted: unchanged, and init still succeeded
         assert after == before
+
+
+def test_zero_copy_model_memory_destroyed_early_is_safe(default_model_bytes) -> None:
+    """Destroying the model buffer before the context must not unmap the weights it reads."""
+    size = len(default_model_bytes)
+    mem = rk.rknn_create_mem2(0, size, NO_CTX)
+    view(mem)[:] = np.frombuffer(default_model_bytes, np.uint8)
+    ext = rk.rknn_init_extend(real_model_size=size, model_buffer_fd=mem.contents.fd)
+    ctx = rk.rknn_context()
+    assert rk.rknn_init(ctx, mem.contents.virt_addr, size, rk.RKNN_FLAG_MODEL_BUFFER_ZERO_COPY,
+                        ext) == 0  # fmt: skip
+    assert rk.rknn_destroy_mem(0, mem) == 0
+    image = default_input(seed=41)
+    assert general_api(ctx, image).shape == (10,)  # runs on still-mapped pages, no fault
+    assert rk.rknn_destroy(ctx) == 0

@@ -9,7 +9,7 @@ import zlib
 import pytest
 
 from rknnrt.model import container
-from rknnrt.model.meta import ModelMeta, TensorSpec, WeightSpec
+from rknnrt.model.meta import MemoryPlan, ModelMeta, TensorSpec, WeightSpec
 
 
 def _meta(**changes: object) -> ModelMeta:
@@ -18,6 +18,7 @@ def _meta(**changes: object) -> ModelMeta:
         inputs=[TensorSpec("x", [1, 3, 4, 4], "float32", "NCHW", mean=[0, 0, 0], std=[1, 1, 1])],
         outputs=[TensorSpec("y", [1, 8], "float32", "UNDEFINED")],
         weights=[WeightSpec("w", "float32", [2, 2], 64, 16)],
+        memory=MemoryPlan(weight_size=80),
     )
     for key, value in changes.items():
         setattr(meta, key, value)
@@ -90,6 +91,8 @@ def test_meta_round_trip() -> None:
         (lambda d: d["inputs"][0].update(shape=[1] * 17), "1 to 16 dims"),
         (lambda d: d["outputs"][0].update(zp="0"), "wrong type"),
         (lambda d: d["weights"][0].update(offset=70), "outside the 80-byte weights"),
+        (lambda d: d["weights"][0].update(nbytes=12), "has 12 bytes, its shape"),
+        (lambda d: d["memory"].update(weight_size=64), "weight_size 64 differs from the 80"),
         (lambda d: d.update(remove_weight=1), "wrong type"),
         (lambda d: d["memory"].update(tensors=[{"name": "t"}]), "lacks 'offset'"),
     ],
