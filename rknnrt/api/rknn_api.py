@@ -119,7 +119,6 @@ def rknn_destroy(context: Any) -> None:
         ctx.destroy()
     finally:
         ctx.leave()
-    _pending_shapes.pop(handle, None)
     _perf_buffers.pop(handle, None)
     leaked = memory_api.release_owned(handle)
     if leaked:
@@ -479,9 +478,6 @@ def rknn_set_input_shapes(context: Any, n_inputs: int, attr: Any) -> None:
         ctx.leave()
 
 
-_pending_shapes: dict[int, dict[int, list[int]]] = {}
-
-
 @c_api
 def rknn_set_input_shape(context: Any, attr: Any) -> None:
     """Deprecated (runtime 1.5.0): one input at a time. Once every input has a shape, the shape
@@ -490,13 +486,8 @@ def rknn_set_input_shape(context: Any, attr: Any) -> None:
     ctx.require("rknn_set_input_shape")
     log.warning("rknn_set_input_shape is deprecated: use rknn_set_input_shapes with all inputs")
     index, shape = _model_layout_shape(ctx, struct_at(attr, rknn_tensor_attr, "attr"), "attr")
-    pending = _pending_shapes.setdefault(ctx.handle, {})
-    pending[index] = shape
-    count = ctx.io_num()[0]
-    if len(pending) < count:
-        return
     ctx.enter("rknn_set_input_shape")
     try:
-        ctx.set_input_shapes([pending[i] for i in range(count)])
+        ctx.set_input_shape(index, shape)
     finally:
         ctx.leave()

@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
+import onnx
 
 from ..model import container
 from ..model.meta import ModelMeta
@@ -191,6 +193,7 @@ class Context:
         # The plans of the current shapes (a dynamic model switches them with set_input_shapes)
         self.inputs, self.outputs = model.inputs, model.outputs
         self.shape_set: int | None = None
+        self._pending_shapes: dict[int, list[int]] = {}  # rknn_set_input_shape, per input
         self._per_set: dict[int | None, tuple[list[np.ndarray], Binding]] = {}
         self._feed_arrays = [plan.new_buffer() for plan in model.inputs]
         self._binding: Binding | None = None
@@ -331,6 +334,13 @@ class Context:
                 self._per_set[index] = (self._feed_arrays, self._binding)
         self._inputs_ready = [False] * len(self.inputs)
         self._has_results = False
+
+    def set_input_shape(self, index: int, shape: list[int]) -> None:
+        """The deprecated one-input call: once every input has a shape, choose their set."""
+        self._pending_shapes[index] = shape
+        count = len(self.model.inputs)
+        if len(self._pending_shapes) == count:
+            self.set_input_shapes([self._pending_shapes[i] for i in range(count)])
 
     def reported_dims(self, index: int, shape: list[int]) -> list[int]:
         """Input dims as the runtime reports them: NHWC for 4-D inputs."""
@@ -517,9 +527,14 @@ class Context:
         return perf.render(perf.rows(self._profiler, times, model), model, self.core_mask)
 
     def placement(self) -> list[tuple[str, str]]:
-        """(op, device) for every op: all run on the NPU; GPU fallback only matters for ops the
-        NPU lacks, which the converter refuses (EXECUTE_FALLBACK_PRIOR_DEVICE_GPU is recorded)."""
-        return [("all operators", "NPU")]
+        """(op type x count, device) of the model's operators. The converter accepts only
+        operators the NPU runs, so every one is placed on the NPU and nothing needs the GPU
+        that EXECUTE_FALLBACK_PRIOR_DEVICE_GPU would prefer (the flag is recorded)."""
+        graph = onnx.load_model_from_string(self.model.graph).graph
+        # QDQ and fp16-rounding nodes are how rknnrt emulates the NPU's storage, not operators
+        emulation = {"QuantizeLinear", "DequantizeLinear", "Cast"}
+        counts = Counter(n.op_type for n in graph.node if n.op_type not in emulation)
+        return [(f"{op} x{count}", "NPU") for op, count in sorted(counts.items())]
 
     # -- zero-copy ----------------------------------------------------------------------------
     def set_io_mem(self, memory: Memory, name: str, dtype: str, fmt: str, pass_through: bool,
