@@ -188,7 +188,6 @@ def rknn_mem_sync(context: Any, mem: Any, mode: int) -> None:
     elif mode == c.RKNN_MEMORY_SYNC_FROM_DEVICE:
         memory.sync_from_device()
     elif mode == c.RKNN_MEMORY_SYNC_BIDIRECTIONAL:
-        # clean and invalidate: NPU results win where the NPU wrote, else CPU writes go out
-        memory.sync_from_device() if memory.device_dirty else memory.sync_to_device()
+        memory.sync_both()
     else:
         raise RknnError(PARAM_INVALID, f"invalid rknn_mem_sync_mode {mode}")

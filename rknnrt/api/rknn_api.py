@@ -445,13 +445,7 @@ def _model_layout_shape(ctx: Context, a: rknn_tensor_attr, what: str) -> tuple[i
     if not 0 <= index < ctx.io_num()[0]:
         raise RknnError(PARAM_INVALID, f"{what}: input index {index} is out of range")
     dims = [int(d) for d in a.dims[: min(int(a.n_dims), 16)]]
-    fmt = format_name(a.fmt, what)
-    if len(dims) == 4 and fmt == "NHWC":
-        n, h, w, c = dims
-        return index, [n, c, h, w]
-    if len(dims) == 4 and fmt != "NCHW":
-        raise RknnError(PARAM_INVALID, f"{what}: 4-D input shapes are given as NHWC, not {fmt}")
-    return index, dims
+    return index, ctx.model_layout_shape(dims, format_name(a.fmt, what), what)
 
 
 @c_api

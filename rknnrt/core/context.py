@@ -342,6 +342,14 @@ class Context:
         if len(self._pending_shapes) == count:
             self.set_input_shapes([self._pending_shapes[i] for i in range(count)])
 
+    def model_layout_shape(self, dims: list[int], fmt: str, what: str) -> list[int]:
+        """Dims as an application gives them (NHWC for 4-D inputs) in the model's layout."""
+        if len(dims) == 4 and fmt == "NHWC":
+            return layouts.nhwc_to_nchw_dims(dims)
+        if len(dims) == 4 and fmt != "NCHW":
+            raise RknnError(PARAM_INVALID, f"{what}: 4-D input shapes are given as NHWC, not {fmt}")
+        return dims
+
     def reported_dims(self, index: int, shape: list[int]) -> list[int]:
         """Input dims as the runtime reports them: NHWC for 4-D inputs."""
         return layouts.nchw_to_nhwc_dims(shape) if len(shape) == 4 else list(shape)

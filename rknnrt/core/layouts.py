@@ -20,6 +20,11 @@ def nchw_to_nhwc_dims(shape: list[int]) -> list[int]:
     return [n, h, w, c]
 
 
+def nhwc_to_nchw_dims(dims: list[int]) -> list[int]:
+    n, h, w, c = dims
+    return [n, c, h, w]
+
+
 def nc1hwc2_dims(shape: list[int], c2: int) -> list[int]:
     """[N, C1, H, W, C2] for an NCHW shape."""
     n, c, h, w = shape

@@ -140,6 +140,14 @@ class Memory:
             np.copyto(self.cpu, self.device)
         self.device_dirty = False
 
+    def sync_both(self) -> None:
+        """BIDIRECTIONAL (clean and invalidate): NPU results reach the CPU where the NPU wrote
+        since the last sync; otherwise the CPU's writes reach the device."""
+        if self.device_dirty:
+            self.sync_from_device()
+        else:
+            self.sync_to_device()
+
     def cpu_differs(self) -> bool:
         """CPU writes the device has not seen (only possible with two views)."""
         return self.buffer.two_views and not np.array_equal(self.cpu, self.device)
