@@ -71,6 +71,9 @@ class RKNNLite:
         self, inputs: Sequence[np.ndarray], data_format: str | Sequence[str] | None = None,
         inputs_pass_through: Sequence[int] | None = None, get_frame_id: bool = False,
     ) -> list[np.ndarray] | None:  # fmt: skip
+        """float32 outputs (dequantised), or None after an `E RKNN:` line. `data_format`:
+        'nhwc' (default for 4-D) or 'nchw', one for all inputs or one per input.
+        `get_frame_id` is accepted for compatibility and has no effect."""
         if not self._ctx.value:
             log_error("inference: runtime not initialised; call init_runtime first")
             return None
@@ -97,13 +100,16 @@ class RKNNLite:
         if rk.rknn_outputs_get(self._ctx, self._n_outputs, c_outputs, None):
             return None
         results = []
-        for i, o in enumerate(c_outputs):
-            attr = rk.rknn_tensor_attr(index=i)
-            rk.rknn_query(self._ctx, rk.RKNN_QUERY_OUTPUT_ATTR, ctypes.byref(attr),
-                          ctypes.sizeof(attr))  # fmt: skip
-            data = np.frombuffer((ctypes.c_char * o.size).from_address(o.buf), np.float32)
-            results.append(data.reshape(list(attr.dims[: attr.n_dims])).copy())
-        rk.rknn_outputs_release(self._ctx, self._n_outputs, c_outputs)
+        try:
+            for i, o in enumerate(c_outputs):
+                # the shapes in effect (a dynamic-shape model's depend on its current inputs)
+                attr = rk.rknn_tensor_attr(index=i)
+                rk.rknn_query(self._ctx, rk.RKNN_QUERY_CURRENT_OUTPUT_ATTR, ctypes.byref(attr),
+                              ctypes.sizeof(attr))  # fmt: skip
+                data = np.frombuffer((ctypes.c_char * o.size).from_address(o.buf), np.float32)
+                results.append(data.reshape(list(attr.dims[: attr.n_dims])).copy())
+        finally:
+            rk.rknn_outputs_release(self._ctx, self._n_outputs, c_outputs)
         return results
 
     def get_sdk_version(self) -> str:
