@@ -35,6 +35,10 @@ def _reported(method: Callable[..., None]) -> Callable[..., int]:
             self.last_error = str(exc)
             sys.stderr.write(f"E {method.__name__}: {exc}\n")
             return -1
+        except Exception as exc:  # a converter bug: still the vendor's -1, and say so
+            self.last_error = f"internal error: {type(exc).__name__}: {exc}"
+            sys.stderr.write(f"E {method.__name__}: {self.last_error}\n")
+            return -1
         self.last_error = ""
         return 0
 

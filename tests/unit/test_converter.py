@@ -195,3 +195,17 @@ def test_weights_are_real_and_used() -> None:
     expected = reference.run(None, {"images": x.transpose(0, 3, 1, 2).copy()})[0][0]
     np.testing.assert_allclose(before, expected, rtol=1e-4, atol=1e-6)
     assert numpy_helper  # keep the import used for readers extending these tests
+
+
+def test_unexpected_errors_still_return_minus_one(monkeypatch, capsys) -> None:
+    from rknnrt.toolkit import lower
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(lower, "lower", broken)
+    rknn = RKNN()
+    assert rknn.load_onnx(default_model()) == 0
+    assert rknn.build() == -1
+    assert rknn.last_error == "internal error: ZeroDivisionError: boom"
+    assert "E build: internal error: ZeroDivisionError: boom" in capsys.readouterr().err
