@@ -400,7 +400,8 @@ def rknn_set_batch_core_num(context: Any, core_num: int) -> None:
 @c_api
 def rknn_set_io_mem(context: Any, mem: Any, attr: Any) -> None:
     """Bind `mem` to the input or output named by `attr` (from a query); attr's type, fmt,
-    pass_through and w_stride describe the data in `mem`. The caller keeps `mem` alive."""
+    pass_through, w_stride and h_stride describe the data in `mem`. The caller keeps `mem`
+    alive."""
     ctx = _ctx(context)
     memory = memory_api.lookup(mem)
     a = struct_at(attr, rknn_tensor_attr, "attr")
@@ -410,7 +411,7 @@ def rknn_set_io_mem(context: Any, mem: Any, attr: Any) -> None:
     ctx.enter("rknn_set_io_mem")
     try:
         ctx.set_io_mem(memory, a.name.decode(errors="replace"), dtype, fmt, pass_through,
-                       a.w_stride)  # fmt: skip
+                       a.w_stride, a.h_stride)  # fmt: skip
     finally:
         ctx.leave()
 

@@ -129,6 +129,7 @@ class IoBinding:
     pass_through: bool = False
     w_stride: int = 0
     shape_set: int | None = None  # the dynamic shape set the binding was made for
+    h_stride: int = 0  # multi-batch NHWC inputs: rows from one batch to the next
 
 
 _raised_priority = False
@@ -546,13 +547,13 @@ class Context:
 
     # -- zero-copy ----------------------------------------------------------------------------
     def set_io_mem(self, memory: Memory, name: str, dtype: str, fmt: str, pass_through: bool,
-                   w_stride: int) -> None:  # fmt: skip
+                   w_stride: int, h_stride: int = 0) -> None:  # fmt: skip
         """Bind `memory` to the input or output called `name` (the attr's name)."""
         self._settle("rknn_set_io_mem")
         self.check_shapes_chosen("rknn_set_io_mem")
         for plan in self.inputs:
             if plan.spec.name == name:
-                self._bind_input(plan, memory, dtype, fmt, pass_through, w_stride)
+                self._bind_input(plan, memory, dtype, fmt, pass_through, w_stride, h_stride)
                 return
         for plan in self.outputs:
             if plan.spec.name == name:
@@ -565,12 +566,13 @@ class Context:
         )
 
     def _bind_input(self, plan: InputPlan, memory: Memory, dtype: str, fmt: str,
-                    pass_through: bool, w_stride: int) -> None:  # fmt: skip
+                    pass_through: bool, w_stride: int, h_stride: int = 0) -> None:  # fmt: skip
         if pass_through:
             dtype, fmt, w_stride = plan.native.dtype, plan.native.fmt, plan.native.w_stride
+            h_stride = 0
         else:
             plan.check_source(dtype, fmt)
-        need = plan.required_bytes(dtype, fmt, pass_through, w_stride)
+        need = plan.required_bytes(dtype, fmt, pass_through, w_stride, h_stride)
         if memory.size < need:
             raise RknnError(
                 PARAM_INVALID,
@@ -579,7 +581,7 @@ class Context:
                 "by the element size if you changed attr.type)",
             )
         self._io[("in", plan.index)] = IoBinding(
-            memory, dtype, fmt, pass_through, w_stride, self.shape_set
+            memory, dtype, fmt, pass_through, w_stride, self.shape_set, h_stride
         )
         self._inputs_ready[plan.index] = True
 
@@ -889,7 +891,8 @@ class Context:
             elif bound.memory.cpu_differs():
                 warn_stale_input(bound.memory, f"input {plan.index} ({plan.spec.name})")
             plan.convert(bound.memory.device, bound.dtype, bound.fmt, bound.pass_through,
-                         self._feed_arrays[plan.index], bound.w_stride)  # fmt: skip
+                         self._feed_arrays[plan.index], bound.w_stride,
+                         bound.h_stride)  # fmt: skip
 
     def _write_bound_outputs(self) -> None:
         assert self._binding is not None

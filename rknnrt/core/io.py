@@ -67,14 +67,16 @@ class InputPlan:
         return np.zeros(self.shape, self.dtype)
 
     def required_bytes(self, src_dtype: str, src_fmt: str, pass_through: bool,
-                       w_stride: int = 0) -> int:  # fmt: skip
-        """Bytes a buffer of this type and layout must hold (w_stride: padded NHWC rows)."""
+                       w_stride: int = 0, h_stride: int = 0) -> int:  # fmt: skip
+        """Bytes a buffer of this type and layout must hold. NHWC data may have padded rows
+        (w_stride pixels) and, for multi-batch inputs, padded batches (h_stride rows)."""
         if pass_through:
             return self.native.size_with_stride
         itemsize = _NP_DTYPES[src_dtype].itemsize
-        if self.is_4d and src_fmt == "NHWC" and w_stride > self.shape[3]:
-            n, c, h, _ = self.shape
-            return n * h * w_stride * c * itemsize
+        if self.is_4d and src_fmt == "NHWC":
+            n, c, h, w = self.shape
+            pitch = max(w_stride, w) * c * itemsize
+            return ((n - 1) * max(h_stride, h) + h) * pitch
         return self.n_elems * itemsize
 
     def check_source(self, src_dtype: str, src_fmt: str) -> None:
@@ -93,7 +95,7 @@ class InputPlan:
 
     def convert(
         self, raw: np.ndarray, src_dtype: str, src_fmt: str, pass_through: bool, out: np.ndarray,
-        w_stride: int = 0,
+        w_stride: int = 0, h_stride: int = 0,
     ) -> None:  # fmt: skip
         """Fill `out` (model shape and dtype) from the caller's bytes `raw` (uint8, 1-D)."""
         if pass_through:
@@ -102,7 +104,7 @@ class InputPlan:
         if src_dtype not in self.allowed or (self.is_4d and src_fmt == "NC1HWC2"):
             self.check_source(src_dtype, src_fmt)
         src = _NP_DTYPES[src_dtype]
-        need = self.required_bytes(src_dtype, src_fmt, False, w_stride)
+        need = self.required_bytes(src_dtype, src_fmt, False, w_stride, h_stride)
         if raw.size < need:
             raise RknnError(
                 PARAM_INVALID,
@@ -112,8 +114,15 @@ class InputPlan:
         data = raw[:need].view(src)
         if self.is_4d and src_fmt == "NHWC":
             n, c, h, w = self.shape
-            rows = data.reshape(n, h, max(w_stride, w), c)
-            data = layouts.nhwc_to_nchw(layouts.strip_w_stride(rows, w) if w_stride > w else rows)
+            if w_stride > w or (h_stride > h and n > 1):  # padded rows or batches
+                item = src.itemsize
+                pitch = max(w_stride, w) * c * item
+                rows = np.lib.stride_tricks.as_strided(
+                    data, (n, h, w, c), (max(h_stride, h) * pitch, pitch, c * item, item)
+                )
+            else:
+                rows = data.reshape(n, h, w, c)
+            data = layouts.nhwc_to_nchw(rows)
         else:
             data = data.reshape(self.shape)
         target = np.empty(self.shape, np.float32) if self.staged else out

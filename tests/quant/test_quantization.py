@@ -357,3 +357,40 @@ def test_batch_size(make_ctx) -> None:
     for b in range(2):
         np.testing.assert_allclose(got[b], session.run(None, {"x": x[b : b + 1]})[0][0],
                                    rtol=1e-5, atol=1e-6)  # fmt: skip
+
+
+def test_multi_batch_input_with_h_stride(make_ctx) -> None:
+    """Zero-copy NHWC input of a batch-2 model whose batches are h_stride rows apart, with
+    padded rows (w_stride) too: equal to the general API on the packed data."""
+    rng = np.random.RandomState(10)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[1] * 4)], "bconv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 5])],
+        [numpy_helper.from_array(rng.randn(4, 3, 3, 3).astype(np.float32), "w")],
+    )  # fmt: skip
+    rknn = RKNN()
+    rknn.config(float_dtype="float32")
+    rknn.load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    assert rknn.build(rknn_batch_size=2) == 0, rknn.last_error
+    ctx = make_ctx(rknn.model_bytes())
+    x = rng.randn(2, 3, 6, 5).astype(np.float32)
+    (expected,) = infer(ctx, [x], 1)
+    h_stride, w_stride = 9, 8
+    padded = rng.randn(2, h_stride, w_stride, 3).astype(np.float32) * 100  # junk in the padding
+    padded[:, :6, :5, :] = x.transpose(0, 2, 3, 1)
+    attr = query(ctx, rk.RKNN_QUERY_INPUT_ATTR)
+    attr.type, attr.w_stride, attr.h_stride = rk.RKNN_TENSOR_FLOAT32, w_stride, h_stride
+    flat = padded.reshape(-1)[: (h_stride + 6) * w_stride * 3]  # the last batch needs 6 rows
+    mem = rk.rknn_create_mem(ctx, flat.nbytes)
+    ctypes.memmove(mem.contents.virt_addr, flat.ctypes.data, flat.nbytes)
+    small = rk.rknn_create_mem(ctx, flat.nbytes - 4)
+    assert rk.rknn_set_io_mem(ctx, small, attr) == rk.RKNN_ERR_PARAM_INVALID
+    assert rk.rknn_set_io_mem(ctx, mem, attr) == 0
+    out_attr = query(ctx, rk.RKNN_QUERY_OUTPUT_ATTR)
+    out = rk.rknn_create_mem(ctx, out_attr.size)
+    assert rk.rknn_set_io_mem(ctx, out, out_attr) == 0
+    assert rk.rknn_run(ctx, None) == 0
+    got = np.frombuffer((ctypes.c_char * out_attr.size).from_address(out.contents.virt_addr),
+                        np.float32).reshape(expected.shape)  # fmt: skip
+    np.testing.assert_array_equal(got, expected)
