@@ -1,15 +1,13 @@
 """The runtime core: a loaded Model and the Contexts that run it.
 
 rknn_init prepares everything (program, conversion plans, buffers) so that rknn_inputs_set,
-rknn_run and rknn_outputs_get only check state and move data. Memory follows the board: the
-context allocates its weight and internal memory (unless the application provides them with
-MEM_ALLOC_OUTSIDE / INTERNAL_ALLOC_OUTSIDE), borrows a donor's weights with SHARE_WEIGHT_MEM,
-or reads them in place from the application's buffer with MODEL_BUFFER_ZERO_COPY.
+rknn_run and rknn_outputs_get only check state and move data. A Context's memory set-up lives
+in context_memory.py, its shape sets in dynamic_shapes.py and its rknn_set_io_mem bindings in
+zero_copy.py; this module keeps its state, queries, runs and results.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import Counter
@@ -20,7 +18,9 @@ import onnx
 
 from ..model import container
 from ..model.meta import ModelMeta
-from . import attrs, device, jobs, layouts, log, perf, platforms, sram
+from . import attrs, device, jobs, log, perf, platforms, sram
+from .context_memory import MemorySetup
+from .dynamic_shapes import DynamicShapes
 from .errors import (
     CTX_INVALID,
     FAIL,
@@ -33,11 +33,11 @@ from .errors import (
 )  # fmt: skip
 from .executor import Binding, Program, address_of
 from .io import InputPlan, OutputPlan
-from .memory import Buffer, Memory, warn_stale_input, warn_stale_output
+from .memory import Buffer, Memory
 from .version import API_VERSION, DRIVER_VERSION
+from .zero_copy import IoBinding, ZeroCopy
 
 PRIORITIES = ("HIGH", "MEDIUM", "LOW")
-_OUTPUT_TYPES = ("float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool")
 
 
 class Model:
@@ -119,35 +119,7 @@ class Results:
     frame: int
 
 
-@dataclass
-class IoBinding:
-    """A zero-copy binding made by rknn_set_io_mem: memory plus how its data is laid out."""
-
-    memory: Memory
-    dtype: str
-    fmt: str
-    pass_through: bool = False
-    w_stride: int = 0
-    shape_set: int | None = None  # the dynamic shape set the binding was made for
-    h_stride: int = 0  # multi-batch NHWC inputs: rows from one batch to the next
-
-
-_raised_priority = False
-
-
-def _raise_process_priority() -> None:
-    """The vendor runtime sets nice -19 on Linux (RT); RKNNRT_KEEP_PRIORITY=1 opts out."""
-    global _raised_priority
-    if _raised_priority or os.environ.get("RKNNRT_KEEP_PRIORITY") == "1":
-        return
-    _raised_priority = True
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, -19)
-    except OSError:  # not permitted: the vendor carries on too
-        pass
-
-
-class Context:
+class Context(MemorySetup, DynamicShapes, ZeroCopy):
     """One rknn_context: a model, its memory, its IO, its settings and its run state."""
 
     def __init__(self, model: Model, flags: frozenset[str], priority: str,
@@ -216,81 +188,6 @@ class Context:
         return self._device
 
     # -- set-up -----------------------------------------------------------------------------
-    def load(self, donor: Context | None) -> None:
-        """rknn_init's memory work, per flags (facts §5.6)."""
-        meta = self.model.meta
-        if "RKNN_FLAG_SHARE_SRAM" in self.flags and "RKNN_FLAG_ENABLE_SRAM" not in self.flags:
-            raise RknnError(
-                PARAM_INVALID, "RKNN_FLAG_SHARE_SRAM requires RKNN_FLAG_ENABLE_SRAM as well"
-            )
-        if "RKNN_FLAG_DISABLE_PROC_HIGH_PRIORITY" not in self.flags:
-            _raise_process_priority()
-        sharing = "RKNN_FLAG_SHARE_WEIGHT_MEM" in self.flags
-        if meta.remove_weight and not sharing:
-            raise RknnError(
-                MODEL_INVALID,
-                "this model was converted with remove_weight=True and carries no weights; "
-                "initialise it with RKNN_FLAG_SHARE_WEIGHT_MEM and extend->ctx = a donor context",
-            )
-        if self.info_only:
-            return
-        if sharing:
-            self._borrow_weights(donor)
-        elif self.outside:
-            self._pending_weights = np.frombuffer(self.model.weights_section, np.uint8).copy()
-        elif "RKNN_FLAG_MODEL_BUFFER_ZERO_COPY" in self.flags:
-            self.weights = np.frombuffer(self.model.weights_section, np.uint8)
-        else:
-            self._weight_buffer = Buffer(meta.memory.weight_size, cacheable=False)
-            np.copyto(self._weight_buffer.cpu, np.frombuffer(self.model.weights_section, np.uint8))
-            self.weights = self._weight_buffer.cpu
-        self.model.weights_section = None  # the caller may free its buffer after init
-        self._reserve_sram()
-        if not self.internal_outside:
-            self._internal_buffer = Buffer(self.internal_dram_size(), cacheable=False)
-        if self.weights is not None:
-            in_place = "RKNN_FLAG_MODEL_BUFFER_ZERO_COPY" in self.flags
-            self.program = self.model.program(self.weights, in_place)
-            self._make_binding()
-
-    def _borrow_weights(self, donor: Context | None) -> None:
-        if self.model.dynamic or (donor is not None and donor.model.dynamic):
-            raise RknnError(
-                PARAM_INVALID,
-                "RKNN_FLAG_SHARE_WEIGHT_MEM is not supported for models with dynamic input shapes",
-            )
-        if donor is None or donor.destroyed:
-            raise RknnError(
-                PARAM_INVALID,
-                "RKNN_FLAG_SHARE_WEIGHT_MEM needs extend->ctx: a live context of the same model",
-            )
-        if donor.weights is None:
-            raise RknnError(PARAM_INVALID, "the donor context has no weights loaded yet")
-        if donor.model.meta.weights_sha256 != self.model.meta.weights_sha256:
-            raise RknnError(
-                PARAM_INVALID,
-                "the donor context's weights differ from this model's (convert both from the "
-                "same ONNX model; a remove_weight model records the weights it needs)",
-            )
-        self.weights = donor.weights
-
-    def _reserve_sram(self) -> None:
-        if "RKNN_FLAG_ENABLE_SRAM" not in self.flags:
-            return
-        capacity = self.platform.sram_bytes
-        if capacity == 0:
-            log.warning(f"RKNN_FLAG_ENABLE_SRAM: {self.platform.name} has no NPU SRAM; ignored")
-            return
-        wanted = self.model.meta.memory.internal_size
-        if "RKNN_FLAG_SHARE_SRAM" in self.flags:
-            self.sram_taken = 0  # uses the shared region; takes nothing new
-        else:
-            self.sram_taken = sram.reserve(self.platform.name, capacity, wanted)
-        log.info(f"SRAM: {self.sram_taken} bytes of {capacity} taken for intermediate tensors")
-
-    def internal_dram_size(self) -> int:
-        """Internal memory outside SRAM: intermediate tensors are placed in SRAM first."""
-        return max(0, self.model.meta.memory.internal_size - self.sram_taken)
 
     def _make_binding(self) -> None:
         assert self.program is not None
@@ -299,134 +196,6 @@ class Context:
         self._per_set = {self.shape_set: (self._feed_arrays, self._binding)}
 
     # -- dynamic shapes -----------------------------------------------------------------------
-    def set_input_shapes(self, shapes: list[list[int]]) -> None:
-        """Choose the shape set whose input shapes (model layout) are `shapes` (facts §5.9)."""
-        if not self.model.dynamic:
-            raise RknnError(
-                PARAM_INVALID,
-                "rknn_set_input_shapes: this model has fixed input shapes (convert it with "
-                "config(dynamic_input=...) for shape sets)",
-            )
-        index = self.model.find_shape_set(shapes)
-        if index is None:
-            allowed = "; ".join(
-                ", ".join(str(self.reported_dims(i, s)) for i, s in enumerate(shape_set))
-                for shape_set in self.model.meta.input_shape_sets
-            )
-            asked = ", ".join(str(self.reported_dims(i, s)) for i, s in enumerate(shapes))
-            raise RknnError(
-                PARAM_INVALID,
-                f"rknn_set_input_shapes error: input shapes {asked} are not supported; the "
-                f"supported input shapes are as follows (NHWC for 4-D inputs): {allowed}",
-            )
-        if index == self.shape_set:
-            return
-        self._settle("rknn_set_input_shapes")
-        self._ready = None
-        self.shape_set = index
-        self.inputs, self.outputs = self.model.plans_for(index)
-        if index in self._per_set:
-            self._feed_arrays, self._binding = self._per_set[index]
-        else:
-            self._feed_arrays = [plan.new_buffer() for plan in self.inputs]
-            if self.program is not None:
-                specs = [plan.spec for plan in self.outputs]
-                self._binding = Binding(self.program, self._feed_arrays, specs)
-                self._per_set[index] = (self._feed_arrays, self._binding)
-        self._inputs_ready = [False] * len(self.inputs)
-        self._has_results = False
-
-    def set_input_shape(self, index: int, shape: list[int]) -> None:
-        """The deprecated one-input call: once every input has a shape, choose their set."""
-        self._pending_shapes[index] = shape
-        count = len(self.model.inputs)
-        if len(self._pending_shapes) == count:
-            self.set_input_shapes([self._pending_shapes[i] for i in range(count)])
-
-    def model_layout_shape(self, dims: list[int], fmt: str, what: str) -> list[int]:
-        """Dims as an application gives them (NHWC for 4-D inputs) in the model's layout."""
-        if len(dims) == 4 and fmt == "NHWC":
-            return layouts.nhwc_to_nchw_dims(dims)
-        if len(dims) == 4 and fmt != "NCHW":
-            raise RknnError(PARAM_INVALID, f"{what}: 4-D input shapes are given as NHWC, not {fmt}")
-        return dims
-
-    def reported_dims(self, index: int, shape: list[int]) -> list[int]:
-        """Input dims as the runtime reports them: NHWC for 4-D inputs."""
-        return layouts.nchw_to_nhwc_dims(shape) if len(shape) == 4 else list(shape)
-
-    def check_shapes_chosen(self, call: str) -> None:
-        if self.model.dynamic and self.shape_set is None:
-            raise RknnError(
-                FAIL,
-                f"{call}: this model has dynamic input shapes; call rknn_set_input_shapes "
-                "first to choose one of its shape sets",
-            )
-
-    def current_input_attr(self, index: int, native: bool) -> attrs.Attr:
-        self.check_shapes_chosen("RKNN_QUERY_CURRENT_INPUT_ATTR")
-        self._check_index(index, len(self.inputs), "input")
-        plan = self.inputs[index]
-        return plan.native if native else attrs.input_attr(index, plan.spec)
-
-    def current_output_attr(self, index: int, native: bool) -> attrs.Attr:
-        self.check_shapes_chosen("RKNN_QUERY_CURRENT_OUTPUT_ATTR")
-        self._check_index(index, len(self.outputs), "output")
-        spec = self.outputs[index].spec
-        if native:
-            return attrs.native_output_attr(index, spec, self.platform, False)
-        return attrs.output_attr(index, spec)
-
-    def dynamic_range(self, index: int) -> tuple[str, str, list[list[int]]]:
-        """(name, fmt, shapes) of input `index` over every shape set, as reported."""
-        if not self.model.dynamic:
-            raise RknnError(FAIL, "RKNN_QUERY_INPUT_DYNAMIC_RANGE: the model has fixed shapes")
-        self._check_index(index, len(self.model.inputs), "input")
-        spec = self.model.meta.inputs[index]
-        shapes = [self.reported_dims(index, s[index]) for s in self.model.meta.input_shape_sets]
-        return spec.name, "NHWC" if len(spec.shape) == 4 else "UNDEFINED", shapes
-
-    def set_weight_mem(self, memory: Memory) -> None:
-        self._settle("rknn_set_weight_mem")
-        if not self.outside:
-            raise RknnError(
-                FAIL, "rknn_set_weight_mem needs a context made with RKNN_FLAG_MEM_ALLOC_OUTSIDE"
-            )
-        need = self.model.meta.memory.weight_size
-        if memory.size < need:
-            raise RknnError(
-                PARAM_INVALID,
-                f"weight memory size must be: {need}, but is: {memory.size} "
-                "(allocate RKNN_QUERY_MEM_SIZE total_weight_size bytes)",
-            )
-        if self._pending_weights is None and self.weights is not None:
-            self._pending_weights = self.weights[:need].copy()  # moving to new weight memory
-        assert self._pending_weights is not None
-        # The runtime writes the weights and flushes them to the device.
-        np.copyto(memory.cpu[:need], self._pending_weights)
-        memory.sync_to_device()
-        self._pending_weights = None
-        self.weight_memory = memory
-        self.weights = memory.device[:need]
-        self.program = self.model.program(self.weights)
-        self._make_binding()
-
-    def set_internal_mem(self, memory: Memory) -> None:
-        self._settle("rknn_set_internal_mem")
-        if not self.internal_outside:
-            raise RknnError(
-                FAIL,
-                "rknn_set_internal_mem needs RKNN_FLAG_MEM_ALLOC_OUTSIDE or "
-                "RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE at rknn_init",
-            )
-        need = self.internal_dram_size()
-        if memory.size < need:
-            raise RknnError(
-                PARAM_INVALID,
-                f"internal memory size must be: {need}, but is: {memory.size} "
-                "(allocate RKNN_QUERY_MEM_SIZE total_internal_size bytes)",
-            )
-        self.internal_memory = memory
 
     # -- state ------------------------------------------------------------------------------
     def enter(self, call: str) -> None:
@@ -478,31 +247,6 @@ class Context:
     def sdk_version(self) -> tuple[str, str]:
         return API_VERSION, DRIVER_VERSION
 
-    def dma_allocated(self) -> int:
-        """Bytes this context itself allocated: weights, internal memory and IO buffers."""
-        total = sum(b.size for b in (self._weight_buffer, self._internal_buffer) if b)
-        if not self.info_only:
-            total += sum(a.nbytes for a in self._feed_arrays)
-            if self._binding is not None:
-                total += sum(a.nbytes for a in self._binding.outputs)
-        return total
-
-    def mem_size(self) -> dict[str, int]:
-        plan = self.model.meta.memory
-        enabled = "RKNN_FLAG_ENABLE_SRAM" in self.flags and self.platform.sram_bytes > 0
-        capacity = self.platform.sram_bytes if enabled else 0
-        return {
-            "total_weight_size": plan.weight_size,
-            "total_internal_size": plan.internal_size,
-            "total_dma_allocated_size": self.dma_allocated(),
-            "total_sram_size": capacity,
-            "free_sram_size": sram.free(self.platform.name, capacity) if enabled else 0,
-        }
-
-    def device_mem_info(self) -> Buffer | None:
-        """The model (weight) buffer the runtime created, for RKNN_QUERY_DEVICE_MEM_INFO."""
-        return self._weight_buffer
-
     def custom_string(self) -> str:
         return self.model.meta.custom_string
 
@@ -546,57 +290,6 @@ class Context:
         return [(f"{op} x{count}", "NPU") for op, count in sorted(counts.items())]
 
     # -- zero-copy ----------------------------------------------------------------------------
-    def set_io_mem(self, memory: Memory, name: str, dtype: str, fmt: str, pass_through: bool,
-                   w_stride: int, h_stride: int = 0) -> None:  # fmt: skip
-        """Bind `memory` to the input or output called `name` (the attr's name)."""
-        self._settle("rknn_set_io_mem")
-        self.check_shapes_chosen("rknn_set_io_mem")
-        for plan in self.inputs:
-            if plan.spec.name == name:
-                self._bind_input(plan, memory, dtype, fmt, pass_through, w_stride, h_stride)
-                return
-        for plan in self.outputs:
-            if plan.spec.name == name:
-                self._bind_output(plan, memory, dtype, fmt)
-                return
-        raise RknnError(
-            PARAM_INVALID,
-            f"Unknown tensor name: '{name}'; pass the rknn_tensor_attr from an input or output "
-            "query (its name says which tensor the memory is for)",
-        )
-
-    def _bind_input(self, plan: InputPlan, memory: Memory, dtype: str, fmt: str,
-                    pass_through: bool, w_stride: int, h_stride: int = 0) -> None:  # fmt: skip
-        if pass_through:
-            dtype, fmt, w_stride = plan.native.dtype, plan.native.fmt, plan.native.w_stride
-            h_stride = 0
-        else:
-            plan.check_source(dtype, fmt)
-        need = plan.required_bytes(dtype, fmt, pass_through, w_stride, h_stride)
-        if memory.size < need:
-            raise RknnError(
-                PARAM_INVALID,
-                f"input {plan.index} ({plan.spec.name}): memory size must be: {need}, but is: "
-                f"{memory.size} ({fmt} {dtype}; allocate attr.size_with_stride bytes, scaled "
-                "by the element size if you changed attr.type)",
-            )
-        self._io[("in", plan.index)] = IoBinding(
-            memory, dtype, fmt, pass_through, w_stride, self.shape_set, h_stride
-        )
-        self._inputs_ready[plan.index] = True
-
-    def _bind_output(self, plan: OutputPlan, memory: Memory, dtype: str, fmt: str) -> None:
-        if dtype not in _OUTPUT_TYPES or (fmt == "NC1HWC2" and len(plan.spec.shape) != 4):
-            raise RknnError(PARAM_INVALID, f"output {plan.index}: cannot store {fmt} {dtype}")
-        dims = plan.layout_dims(fmt, self.platform.c2_for(dtype))
-        need = int(np.prod(dims)) * attrs.itemsize(dtype)
-        if memory.size < need:
-            raise RknnError(
-                PARAM_INVALID,
-                f"output {plan.index} ({plan.spec.name}): memory size must be: {need}, but is: "
-                f"{memory.size} ({fmt} {dtype} dims {dims})",
-            )
-        self._io[("out", plan.index)] = IoBinding(memory, dtype, fmt, shape_set=self.shape_set)
 
     # -- inference --------------------------------------------------------------------------
     def check_general_api(self, call: str) -> None:
@@ -877,39 +570,6 @@ class Context:
         if not self._has_results or self._binding is None:
             raise RknnError(OUTPUT_INVALID, "rknn_outputs_get: no finished run; call rknn_run")
         return self._binding.outputs, self._binding.addresses, self._done_frame
-
-    def _read_bound_inputs(self) -> None:
-        flush = "RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE" not in self.flags
-        for plan in self.inputs:
-            bound = self._io.get(("in", plan.index))
-            if bound is None:
-                continue
-            if bound.memory.destroyed or bound.shape_set != self.shape_set:
-                self._check_runnable()
-            if flush:
-                bound.memory.sync_to_device()  # the runtime's own flush before the run
-            elif bound.memory.cpu_differs():
-                warn_stale_input(bound.memory, f"input {plan.index} ({plan.spec.name})")
-            plan.convert(bound.memory.device, bound.dtype, bound.fmt, bound.pass_through,
-                         self._feed_arrays[plan.index], bound.w_stride,
-                         bound.h_stride)  # fmt: skip
-
-    def _write_bound_outputs(self) -> None:
-        assert self._binding is not None
-        invalidate = "RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE" not in self.flags
-        for plan, result in zip(self.outputs, self._binding.outputs):
-            bound = self._io.get(("out", plan.index))
-            if bound is None:
-                continue
-            memory = bound.memory
-            if memory.device_dirty:
-                warn_stale_output(memory, f"output {plan.index} ({plan.spec.name})")
-            c2 = self.platform.c2_for(bound.dtype)
-            plan.write(result, memory.device, bound.dtype, bound.fmt, c2)
-            if invalidate:
-                memory.sync_from_device()  # the runtime's own invalidate after the run
-            else:
-                memory.device_dirty = memory.buffer.two_views
 
     def outputs_get(
         self, requests: list[OutputRequest]
