@@ -260,11 +260,7 @@ def rknn_query(context: Any, cmd: int, info: Any, size: int) -> None:
             f"{name}: size {size} < sizeof({result_type.__name__}) = {ctypes.sizeof(result_type)}",
         )
     target = struct_at(info, result_type, "info", int(size))
-    ctx.enter("rknn_query")
-    try:
-        fill(ctx, target)
-    finally:
-        ctx.leave()
+    ctx.locked("rknn_query", fill, ctx, target)
 
 
 @c_api
@@ -319,11 +315,7 @@ def rknn_wait(context: Any, extend: Any) -> None:
     frame keeps running) and frame_id receives the last finished frame's id."""
     ctx = _ctx(context)
     ext = None if extend is None else struct_at(extend, rknn_run_extend, "extend")
-    ctx.enter("rknn_wait")
-    try:
-        frame_id = ctx.wait(0 if ext is None else ext.timeout_ms)
-    finally:
-        ctx.leave()
+    frame_id = ctx.locked("rknn_wait", ctx.wait, 0 if ext is None else ext.timeout_ms)
     if ext is not None:
         ext.frame_id = frame_id
 
@@ -368,33 +360,22 @@ def rknn_outputs_release(context: Any, n_ouputs: int, outputs: Any) -> None:
     if int(n_ouputs) <= 0:
         return
     outs = array_at(outputs, rknn_output, int(n_ouputs), "outputs")
-    ctx.enter("rknn_outputs_release")
-    try:
-        ctx.outputs_release([o.buf for o in outs if not o.is_prealloc and o.buf])
-    finally:
-        ctx.leave()
+    released = [o.buf for o in outs if not o.is_prealloc and o.buf]
+    ctx.locked("rknn_outputs_release", ctx.outputs_release, released)
 
 
 @c_api
 def rknn_set_core_mask(context: Any, core_mask: int) -> None:
     """Choose the NPU cores (RK3576/RK3588 only)."""
     ctx = _ctx(context)
-    ctx.enter("rknn_set_core_mask")
-    try:
-        ctx.set_core_mask(int(core_mask))
-    finally:
-        ctx.leave()
+    ctx.locked("rknn_set_core_mask", ctx.set_core_mask, int(core_mask))
 
 
 @c_api
 def rknn_set_batch_core_num(context: Any, core_num: int) -> None:
     """Cores used by a multi-batch model (RK3576/RK3588 only)."""
     ctx = _ctx(context)
-    ctx.enter("rknn_set_batch_core_num")
-    try:
-        ctx.set_batch_core_num(int(core_num))
-    finally:
-        ctx.leave()
+    ctx.locked("rknn_set_batch_core_num", ctx.set_batch_core_num, int(core_num))
 
 
 @c_api
@@ -408,12 +389,9 @@ def rknn_set_io_mem(context: Any, mem: Any, attr: Any) -> None:
     pass_through = bool(a.pass_through)
     dtype = type_name(a.type, "attr")
     fmt = format_name(a.fmt, "attr")
-    ctx.enter("rknn_set_io_mem")
-    try:
-        ctx.set_io_mem(memory, a.name.decode(errors="replace"), dtype, fmt, pass_through,
-                       a.w_stride, a.h_stride)  # fmt: skip
-    finally:
-        ctx.leave()
+    name = a.name.decode(errors="replace")
+    ctx.locked("rknn_set_io_mem", ctx.set_io_mem, memory, name, dtype, fmt, pass_through,
+               a.w_stride, a.h_stride)  # fmt: skip
 
 
 @c_api
@@ -421,11 +399,7 @@ def rknn_set_weight_mem(context: Any, mem: Any) -> None:
     """Weights go into `mem` (RKNN_FLAG_MEM_ALLOC_OUTSIDE); call before rknn_run."""
     ctx = _ctx(context)
     memory = memory_api.lookup(mem)
-    ctx.enter("rknn_set_weight_mem")
-    try:
-        ctx.set_weight_mem(memory)
-    finally:
-        ctx.leave()
+    ctx.locked("rknn_set_weight_mem", ctx.set_weight_mem, memory)
 
 
 @c_api
@@ -433,11 +407,7 @@ def rknn_set_internal_mem(context: Any, mem: Any) -> None:
     """Intermediate tensors go into `mem` (MEM_ALLOC_OUTSIDE or INTERNAL_ALLOC_OUTSIDE)."""
     ctx = _ctx(context)
     memory = memory_api.lookup(mem)
-    ctx.enter("rknn_set_internal_mem")
-    try:
-        ctx.set_internal_mem(memory)
-    finally:
-        ctx.leave()
+    ctx.locked("rknn_set_internal_mem", ctx.set_internal_mem, memory)
 
 
 def _model_layout_shape(ctx: Context, a: rknn_tensor_attr, what: str) -> tuple[int, list[int]]:
@@ -466,11 +436,7 @@ def rknn_set_input_shapes(context: Any, n_inputs: int, attr: Any) -> None:
         shapes[index] = shape
     if any(s is None for s in shapes):
         raise RknnError(PARAM_INVALID, "every input index must appear once in attr[]")
-    ctx.enter("rknn_set_input_shapes")
-    try:
-        ctx.set_input_shapes(shapes)  # type: ignore[arg-type]
-    finally:
-        ctx.leave()
+    ctx.locked("rknn_set_input_shapes", ctx.set_input_shapes, shapes)
 
 
 @c_api
@@ -481,8 +447,4 @@ def rknn_set_input_shape(context: Any, attr: Any) -> None:
     ctx.require("rknn_set_input_shape")
     log.warning("rknn_set_input_shape is deprecated: use rknn_set_input_shapes with all inputs")
     index, shape = _model_layout_shape(ctx, struct_at(attr, rknn_tensor_attr, "attr"), "attr")
-    ctx.enter("rknn_set_input_shape")
-    try:
-        ctx.set_input_shape(index, shape)
-    finally:
-        ctx.leave()
+    ctx.locked("rknn_set_input_shape", ctx.set_input_shape, index, shape)

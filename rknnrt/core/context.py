@@ -11,7 +11,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 import numpy as np
 import onnx
@@ -38,6 +40,7 @@ from .version import API_VERSION, DRIVER_VERSION
 from .zero_copy import IoBinding, ZeroCopy
 
 PRIORITIES = ("HIGH", "MEDIUM", "LOW")
+T = TypeVar("T")
 
 
 class Model:
@@ -212,6 +215,14 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
 
     def leave(self) -> None:
         self._busy.release()
+
+    def locked(self, call: str, method: Callable[..., T], *args: Any) -> T:
+        """`method(*args)` between enter(call) and leave(): for calls off the hot path."""
+        self.enter(call)
+        try:
+            return method(*args)
+        finally:
+            self.leave()
 
     def require(self, call: str) -> None:
         if not self.platform.supports(call):
@@ -401,14 +412,18 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
         allowed, count = self._cores
         req = self._device.acquire(allowed, count, self.priority, (self.handle, frame))
         try:
-            start = time.perf_counter()
-            binding.run()
-            self.last_run_us = int((time.perf_counter() - start) * 1e6)
+            self._timed_run(binding)
         finally:
             self._device.release(req)
         self.frame_id = frame
         self._finish_frame(frame, req.cores)
         return frame
+
+    def _timed_run(self, binding: Binding) -> None:
+        """One inference of the program; PERF_RUN's run_duration is its time."""
+        start = time.perf_counter()
+        binding.run()
+        self.last_run_us = int((time.perf_counter() - start) * 1e6)
 
     def _check_fences(self, extend: tuple[int, int, int] | None) -> int:
         """The input fence to wait for (-1: none); FENCE_* contexts need an extend."""
@@ -497,9 +512,7 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
                 self._device.release(req)
                 return
             try:
-                start = time.perf_counter()
-                binding.run()
-                self.last_run_us = int((time.perf_counter() - start) * 1e6)
+                self._timed_run(binding)
             finally:
                 self._device.release(req)
             self._finish_frame(job.frame, req.cores)
