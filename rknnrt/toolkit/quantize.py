@@ -14,7 +14,7 @@ as float16, and the model's inputs and outputs are float16.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -160,6 +160,49 @@ def calibrate(
     if algorithm == "normal":
         return {t: asymmetric(h.lo, h.hi) for t, h in hists.items()}
     return {t: h.mmse() for t, h in hists.items()}
+
+
+@dataclass(frozen=True)
+class QuantizedProgram:
+    """What quantisation hands the rest of the converter."""
+
+    program: onnx.ModelProto  # the QDQ program
+    io_qparams: dict[str, tuple[float, int]]  # (scale, zp) of the graph's int8 inputs/outputs
+    tensor_qparams: dict[str, tuple[float, int]]  # (scale, zp) of every int8 tensor, by name
+
+
+def quantize_model(
+    model: onnx.ModelProto,
+    samples: Sequence[list[np.ndarray]],
+    *,
+    algorithm: str = "normal",
+    per_channel: bool = True,
+    float_layers: Collection[str] = (),
+    overrides: Mapping[str, tuple[float, int]] | None = None,
+    progress: Callable[[int, int], None] = _progress,
+) -> QuantizedProgram:
+    """The one entry point of int8 quantisation: calibrate `model` on `samples` (normalised
+    with mean/std, in the model's own layout, one array per graph input) and rewrite it as a
+    w8a8 QDQ program.
+
+    `float_layers`: names of nodes to keep in float16 (hybrid quantisation); `overrides`:
+    (scale, zp) per tensor name that replace the calibrated ones (hybrid step 2's edited
+    parameters)."""
+    if float_layers:
+        raise ConversionError("float16 layers in an int8 model are not supported yet")
+    model = at_least_opset(model, 13)  # per-axis QDQ needs opset 13
+    floats = float_tensors(model)
+    tensors = [t for t in stored_tensors(model.graph) if t in floats]
+    qparams = calibrate(model, samples, tensors, algorithm, progress)
+    for name, (scale, zp) in (overrides or {}).items():
+        if name in qparams:
+            qparams[name] = QParams(float(scale), int(zp))
+    program, io_params, _ = insert_qdq(model, qparams, per_channel)
+    return QuantizedProgram(
+        program,
+        {name: (qp.scale, qp.zp) for name, qp in io_params.items()},
+        {name: (qp.scale, qp.zp) for name, qp in qparams.items()},
+    )
 
 
 def load_dataset(dataset: str | Iterable, inputs: list[onnx.ValueInfoProto]) -> list[list]:

@@ -220,7 +220,6 @@ class RKNN:
     ) -> tuple[onnx.ModelProto, dict[str, tuple[float, int]]]:
         """Calibrate on the dataset (normalised with mean/std, as the runtime will) and
         rewrite the model as a w8a8 QDQ program."""
-        model = quantize.at_least_opset(model, 13)  # per-axis QDQ needs opset 13
         inputs = list(model.graph.input)
         samples = quantize.load_dataset(dataset, inputs)
         for sample in samples:
@@ -233,12 +232,13 @@ class RKNN:
                     if config.std is not None:
                         x = x / np.asarray(config.std, np.float32).reshape(1, -1, 1, 1)
                 sample[k] = x
-        floats = quantize.float_tensors(model)
-        tensors = [t for t in quantize.stored_tensors(model.graph) if t in floats]
-        qparams = quantize.calibrate(model, samples, tensors, self._config["quantized_algorithm"])
-        per_channel = self._config["quantized_method"] == "channel"
-        program, io_params, _ = quantize.insert_qdq(model, qparams, per_channel)
-        return program, {name: (qp.scale, qp.zp) for name, qp in io_params.items()}
+        quantized = quantize.quantize_model(
+            model,
+            samples,
+            algorithm=self._config["quantized_algorithm"],
+            per_channel=self._config["quantized_method"] == "channel",
+        )
+        return quantized.program, quantized.io_qparams
 
     @_reported
     def export_rknn(self, export_path: str | os.PathLike) -> None:
