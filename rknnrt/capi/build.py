@@ -10,7 +10,9 @@ $XDG_CACHE_HOME/rknnrt or ~/.cache/rknnrt), never inside the source tree.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import shutil
 import subprocess
@@ -122,7 +124,9 @@ def library_path() -> Path:
 
 def _c_string(text: str) -> str:
     escaped = "".join(
-        ch if 32 <= ord(ch) < 127 and ch not in '"\\?' else "".join(f"\\{b:03o}" for b in ch.encode())
+        ch
+        if 32 <= ord(ch) < 127 and ch not in '"\\?'
+        else "".join(f"\\{b:03o}" for b in ch.encode())
         for ch in text
     )
     return f'"{escaped}"'
@@ -194,7 +198,8 @@ def generate(target_c: Path) -> None:
     ])  # fmt: skip
     ffi.set_source(MODULE, preamble)
     ffi.embedding_init_code(_init_code())
-    ffi.emit_c_code(str(target_c))
+    with contextlib.redirect_stdout(io.StringIO()):  # cffi announces the file it writes
+        ffi.emit_c_code(str(target_c))
 
 
 def _compile(source: Path, output: Path) -> None:
@@ -217,9 +222,7 @@ def build_library(force: bool = False) -> Path:
     """The cached librknnrt.so of this environment, built now if missing."""
     problems = missing_requirements()
     if problems:
-        raise BuildError(
-            "building librknnrt.so needs:\n" + "\n".join(f"  - {p}" for p in problems)
-        )
+        raise BuildError("building librknnrt.so needs:\n" + "\n".join(f"  - {p}" for p in problems))
     target = library_path()
     if target.exists() and not force:
         return target

@@ -36,7 +36,11 @@ def sdk(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def board_env(sdk: Path, **extra: str) -> dict[str, str]:
     """The environment of a board application: only what a C program needs."""
-    env = {"PATH": CLEAN_PATH, "LD_LIBRARY_PATH": str(sdk / "lib"), "HOME": os.environ.get("HOME", "/")}
+    env = {
+        "PATH": CLEAN_PATH,
+        "LD_LIBRARY_PATH": str(sdk / "lib"),
+        "HOME": os.environ.get("HOME", "/"),
+    }
     for key in ("RKNNRT_KEEP_PRIORITY", "TMPDIR"):
         if key in os.environ:
             env[key] = os.environ[key]
@@ -58,8 +62,22 @@ class Programs:
         assert compiler, "no C/C++ compiler"
         binary = self.out / Path(source).stem
         std = ["-std=c++11"] if cxx else ["-std=c99", "-D_GNU_SOURCE"]
-        command = [compiler, *std, "-O1", "-Wall", "-Wextra", "-Werror", "-I", str(self.sdk / "include"),
-                   "-I", str(C_DIR), str(C_DIR / source), "-o", str(binary), *flags]  # fmt: skip
+        command = [
+            compiler,
+            *std,
+            "-O1",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-I",
+            str(self.sdk / "include"),
+            "-I",
+            str(C_DIR),
+            str(C_DIR / source),
+            "-o",
+            str(binary),
+            *flags,
+        ]
         if link:
             command += ["-L", str(self.sdk / "lib"), "-lrknnrt"]
         command += ["-lpthread", "-ldl", "-lm"]
@@ -68,11 +86,23 @@ class Programs:
         self.built[source] = binary
         return binary
 
-    def run(self, source: str, *args: str, expect: int = 0, timeout: float = 60,
-            env: dict[str, str] | None = None, **extra_env: str) -> subprocess.CompletedProcess:  # fmt: skip
+    def run(
+        self,
+        source: str,
+        *args: str,
+        expect: int = 0,
+        timeout: float = 60,
+        env: dict[str, str] | None = None,
+        **extra_env: str,
+    ) -> subprocess.CompletedProcess:
         binary = self.build(source)
-        done = subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True,
-                              timeout=timeout, env=env or board_env(self.sdk, **extra_env))  # fmt: skip
+        done = subprocess.run(
+            [str(binary), *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env or board_env(self.sdk, **extra_env),
+        )
         assert done.returncode == expect, (
             f"{source} exited {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
         )
@@ -96,23 +126,26 @@ def _second_model(convert: Callable[..., bytes]) -> bytes:
         helper.make_node("Flatten", ["g"], ["out"]),
     ]
     graph = helper.make_graph(
-        nodes, "second",
+        nodes,
+        "second",
         [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 64, 64])],
         [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 8])],
-        [numpy_helper.from_array(rng.randn(8, 3, 3, 3).astype(np.float32), "w"),
-         numpy_helper.from_array(rng.randn(8).astype(np.float32), "b")],
-    )  # fmt: skip
+        [
+            numpy_helper.from_array(rng.randn(8, 3, 3, 3).astype(np.float32), "w"),
+            numpy_helper.from_array(rng.randn(8).astype(np.float32), "b"),
+        ],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     return convert(model, mean_values=[[0, 0, 0]], std_values=[[255, 255, 255]])
 
 
 @pytest.fixture(scope="session")
-def files(tmp_path_factory: pytest.TempPathFactory, default_model_bytes: bytes,
-          default_onnx, convert) -> dict[str, Path]:  # fmt: skip
+def files(
+    tmp_path_factory: pytest.TempPathFactory, default_model_bytes: bytes, default_onnx, convert
+) -> dict[str, Path]:
     """Model and input files the C programs read."""
-    from tests.conftest import DEFAULT_CONFIG  # the default model's conversion
-
     from rknnrt.toolkit.samples import default_input
+    from tests.conftest import DEFAULT_CONFIG  # the default model's conversion
 
     folder = tmp_path_factory.mktemp("files")
     paths = {name: folder / f"{name}.rknnrt" for name in ("model", "second", "weightless")}

@@ -21,47 +21,127 @@ from rknnrt.capi.signatures import functions
 # rknn_api_facts.md §1: LP64 sizes and offsets measured with gcc on the vendor's V2.3.2 headers.
 FACTS = {
     "rknn_input_output_num": (8, {"n_input": 0, "n_output": 4}),
-    "rknn_tensor_attr": (376, {"index": 0, "n_dims": 4, "dims": 8, "name": 72, "n_elems": 328,
-                               "size": 332, "fmt": 336, "type": 340, "qnt_type": 344, "fl": 348,
-                               "zp": 352, "scale": 356, "w_stride": 360, "size_with_stride": 364,
-                               "pass_through": 368, "h_stride": 372}),
-    "rknn_input_range": (33040, {"index": 0, "shape_number": 4, "fmt": 8, "name": 12,
-                                 "dyn_range": 268, "n_dims": 33036}),
+    "rknn_tensor_attr": (
+        376,
+        {
+            "index": 0,
+            "n_dims": 4,
+            "dims": 8,
+            "name": 72,
+            "n_elems": 328,
+            "size": 332,
+            "fmt": 336,
+            "type": 340,
+            "qnt_type": 344,
+            "fl": 348,
+            "zp": 352,
+            "scale": 356,
+            "w_stride": 360,
+            "size_with_stride": 364,
+            "pass_through": 368,
+            "h_stride": 372,
+        },
+    ),
+    "rknn_input_range": (
+        33040,
+        {"index": 0, "shape_number": 4, "fmt": 8, "name": 12, "dyn_range": 268, "n_dims": 33036},
+    ),
     "rknn_perf_detail": (16, {"perf_data": 0, "data_len": 8}),
     "rknn_perf_run": (8, {"run_duration": 0}),
     "rknn_sdk_version": (512, {"api_version": 0, "drv_version": 256}),
-    "rknn_mem_size": (64, {"total_weight_size": 0, "total_internal_size": 4,
-                           "total_dma_allocated_size": 8, "total_sram_size": 16,
-                           "free_sram_size": 20, "reserved": 24}),
+    "rknn_mem_size": (
+        64,
+        {
+            "total_weight_size": 0,
+            "total_internal_size": 4,
+            "total_dma_allocated_size": 8,
+            "total_sram_size": 16,
+            "free_sram_size": 20,
+            "reserved": 24,
+        },
+    ),
     "rknn_custom_string": (1024, {"string": 0}),
-    "rknn_tensor_mem": (40, {"virt_addr": 0, "phys_addr": 8, "fd": 16, "offset": 20, "size": 24,
-                             "flags": 28, "priv_data": 32}),
-    "rknn_input": (32, {"index": 0, "buf": 8, "size": 16, "pass_through": 20, "type": 24,
-                        "fmt": 28}),
+    "rknn_tensor_mem": (
+        40,
+        {
+            "virt_addr": 0,
+            "phys_addr": 8,
+            "fd": 16,
+            "offset": 20,
+            "size": 24,
+            "flags": 28,
+            "priv_data": 32,
+        },
+    ),
+    "rknn_input": (
+        32,
+        {"index": 0, "buf": 8, "size": 16, "pass_through": 20, "type": 24, "fmt": 28},
+    ),
     "rknn_output": (24, {"want_float": 0, "is_prealloc": 1, "index": 4, "buf": 8, "size": 16}),
-    "rknn_init_extend": (136, {"ctx": 0, "real_model_offset": 8, "real_model_size": 12,
-                               "model_buffer_fd": 16, "model_buffer_flags": 20, "reserved": 24}),
+    "rknn_init_extend": (
+        136,
+        {
+            "ctx": 0,
+            "real_model_offset": 8,
+            "real_model_size": 12,
+            "model_buffer_fd": 16,
+            "model_buffer_flags": 20,
+            "reserved": 24,
+        },
+    ),
     "rknn_run_extend": (24, {"frame_id": 0, "non_block": 8, "timeout_ms": 12, "fence_fd": 16}),
     "rknn_output_extend": (8, {"frame_id": 0}),
-    "rknn_quant_params": (288, {"name": 0, "scale": 256, "scale_len": 264, "zp": 272,
-                                "zp_len": 280}),
-    "rknn_matmul_tensor_attr": (332, {"name": 0, "n_dims": 256, "dims": 260, "size": 324,
-                                      "type": 328}),
+    "rknn_quant_params": (
+        288,
+        {"name": 0, "scale": 256, "scale_len": 264, "zp": 272, "zp_len": 280},
+    ),
+    "rknn_matmul_tensor_attr": (
+        332,
+        {"name": 0, "n_dims": 256, "dims": 260, "size": 324, "type": 328},
+    ),
     "rknn_matmul_io_attr": (996, {"A": 0, "B": 332, "C": 664}),
     "rknn_matmul_shape": (12, {"M": 0, "K": 4, "N": 8}),
-    "rknn_matmul_info": (64, {"M": 0, "K": 4, "N": 8, "type": 12, "B_layout": 16,
-                              "B_quant_type": 18, "AC_layout": 20, "AC_quant_type": 22,
-                              "iommu_domain_id": 24, "group_size": 28, "reserved": 30}),
+    "rknn_matmul_info": (
+        64,
+        {
+            "M": 0,
+            "K": 4,
+            "N": 8,
+            "type": 12,
+            "B_layout": 16,
+            "B_quant_type": 18,
+            "AC_layout": 20,
+            "AC_quant_type": 22,
+            "iommu_domain_id": 24,
+            "group_size": 28,
+            "reserved": 30,
+        },
+    ),
     "rknn_gpu_op_context": (24, {"cl_context": 0, "cl_command_queue": 8, "cl_kernel": 16}),
-    "rknn_custom_op_context": (48, {"target": 0, "internal_ctx": 8, "gpu_ctx": 16,
-                                    "priv_data": 40}),
+    "rknn_custom_op_context": (
+        48,
+        {"target": 0, "internal_ctx": 8, "gpu_ctx": 16, "priv_data": 40},
+    ),
     "rknn_custom_op_tensor": (416, {"attr": 0, "mem": 376}),
     "rknn_custom_op_attr": (272, {"name": 0, "dtype": 256, "n_elems": 260, "data": 264}),
-    "rknn_custom_op": (832, {"version": 0, "target": 4, "op_type": 8, "cl_kernel_name": 264,
-                             "cl_kernel_source": 520, "cl_source_size": 528,
-                             "cl_build_options": 536, "init": 792, "prepare": 800,
-                             "compute": 808, "compute_native": 816, "destroy": 824}),
-}  # fmt: skip
+    "rknn_custom_op": (
+        832,
+        {
+            "version": 0,
+            "target": 4,
+            "op_type": 8,
+            "cl_kernel_name": 264,
+            "cl_kernel_source": 520,
+            "cl_source_size": 528,
+            "cl_build_options": 536,
+            "init": 792,
+            "prepare": 800,
+            "compute": 808,
+            "compute_native": 816,
+            "destroy": 824,
+        },
+    ),
+}
 
 
 def test_struct_layouts_equal_python_structs_and_facts(programs):
@@ -95,13 +175,18 @@ def test_exports_are_exactly_the_headers_functions(sdk):
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("binutils nm is not installed")
-    out = subprocess.run([nm, "-D", "--defined-only", str(sdk / "lib/librknnrt.so")],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [nm, "-D", "--defined-only", str(sdk / "lib/librknnrt.so")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     exported = {line.split()[-1] for line in out.splitlines() if line.split()[1] in "TtDdBbVvWi"}
     assert exported == {f.name for f in functions()} | {f"PyInit_{build.MODULE}"}
     assert len(functions()) == 35
-    readelf = subprocess.run(["readelf", "-d", str(sdk / "lib/librknnrt.so")],
-                             capture_output=True, text=True).stdout  # fmt: skip
+    readelf = subprocess.run(
+        ["readelf", "-d", str(sdk / "lib/librknnrt.so")], capture_output=True, text=True
+    ).stdout
     assert "Library soname: [librknnrt.so]" in readelf
 
 
@@ -117,16 +202,36 @@ def test_error_paths_return_codes_with_one_line_each(programs, files):
 
 def test_cxx_translation_unit(programs, files):
     done = programs.run("cxx_unit.cpp", files["model"])
-    assert re.search(r"cxx io 1 1 output probs n_elems 10 sum 1\.0000 C C", done.stdout), done.stdout
+    assert re.search(r"cxx io 1 1 output probs n_elems 10 sum 1\.0000 C C", done.stdout), (
+        done.stdout
+    )
 
 
 def test_headers_compile_as_strict_c99(tmp_path, sdk):
     source = tmp_path / "all.c"
-    source.write_text('#include "rknn_api.h"\n#include "rknn_matmul_api.h"\n'
-                      '#include "rknn_custom_op.h"\nint main(void) { return RKNN_SUCC; }\n')  # fmt: skip
-    done = subprocess.run(["gcc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror",
-                           "-Wno-strict-prototypes", "-I", str(sdk / "include"), "-c", str(source),
-                           "-o", str(tmp_path / "all.o")], capture_output=True, text=True)  # fmt: skip
+    source.write_text(
+        '#include "rknn_api.h"\n#include "rknn_matmul_api.h"\n'
+        '#include "rknn_custom_op.h"\nint main(void) { return RKNN_SUCC; }\n'
+    )
+    done = subprocess.run(
+        [
+            "gcc",
+            "-std=c99",
+            "-pedantic",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-Wno-strict-prototypes",
+            "-I",
+            str(sdk / "include"),
+            "-c",
+            str(source),
+            "-o",
+            str(tmp_path / "all.o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -136,7 +241,9 @@ def test_dlopen_rtld_local_host(programs, sdk, files):
     assert "dlopen io 1 1 weights 15232" in done.stdout
 
 
-def _python_host(python: str, sdk: Path, model: Path, timeout: float = 60) -> subprocess.CompletedProcess:
+def _python_host(
+    python: str, sdk: Path, model: Path, timeout: float = 60
+) -> subprocess.CompletedProcess:
     script = textwrap.dedent(f"""
         import ctypes, sys
         lib = ctypes.CDLL({str(sdk / "lib/librknnrt.so")!r})
@@ -149,8 +256,9 @@ def _python_host(python: str, sdk: Path, model: Path, timeout: float = 60) -> su
             print("python query", rk.rknn_query(ctx.value, rk.RKNN_QUERY_IN_OUT_NUM, num, 8),
                   num.n_input, num.n_output, "embedded" if "_rknnrt_capi" in sys.modules else "")
     """)
-    return subprocess.run([python, "-c", script], capture_output=True, text=True, timeout=timeout,
-                          env=board_env(sdk))  # fmt: skip
+    return subprocess.run(
+        [python, "-c", script], capture_output=True, text=True, timeout=timeout, env=board_env(sdk)
+    )
 
 
 def test_python_host_uses_its_own_interpreter(sdk, files):
@@ -161,8 +269,12 @@ def test_python_host_uses_its_own_interpreter(sdk, files):
 
 def test_python_host_of_another_minor_version_is_refused(sdk, files):
     other = [f"python3.{m}" for m in (12, 13, 10) if m != sys.version_info[1]]
-    found = [p for name in other for p in [_pyenv(name) or shutil.which(name)]
-             if p and "/shims/" not in p]  # fmt: skip
+    found = [
+        p
+        for name in other
+        for p in [_pyenv(name) or shutil.which(name)]
+        if p and "/shims/" not in p
+    ]
     if not found:
         pytest.skip("no Python of another minor version on this machine")
     done = _python_host(found[0], sdk, files["model"], timeout=30)  # a hang fails here
@@ -196,11 +308,17 @@ def test_sdk_files_for_pkg_config_and_cmake(sdk, tmp_path, files):
     pc = (sdk / "lib/pkgconfig/rknnrt.pc").read_text()
     assert f"prefix={sdk}" in pc and "-lrknnrt" in pc and "Version: 2.5.0" in pc
     assert {p.name for p in (sdk / "include").iterdir()} == {
-        "rknn_api.h", "rknn_matmul_api.h", "rknn_custom_op.h"}  # fmt: skip
+        "rknn_api.h",
+        "rknn_matmul_api.h",
+        "rknn_custom_op.h",
+    }
     if shutil.which("pkg-config"):
-        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "rknnrt"], capture_output=True,
-                               text=True, env={"PKG_CONFIG_PATH": str(sdk / "lib/pkgconfig"),
-                                               "PATH": CLEAN_PATH}).stdout.split()  # fmt: skip
+        flags = subprocess.run(
+            ["pkg-config", "--cflags", "--libs", "rknnrt"],
+            capture_output=True,
+            text=True,
+            env={"PKG_CONFIG_PATH": str(sdk / "lib/pkgconfig"), "PATH": CLEAN_PATH},
+        ).stdout.split()
         assert f"-I{sdk}/include" in flags and "-lrknnrt" in flags
     config = (sdk / "lib/cmake/rknnrt/rknnrtConfig.cmake").read_text()
     for name in ("rknnrt::rknnrt", "RKNN_RT_LIB", "RKNN_API_PATH", "RKNN_API_INCLUDE_PATH"):
@@ -214,7 +332,8 @@ def test_cmake_find_package_builds_and_runs(sdk, tmp_path, files):
     src = tmp_path / "app"
     src.mkdir()
     shutil.copy(Path(__file__).parent / "c" / "cxx_unit.cpp", src / "main.cpp")
-    (src / "CMakeLists.txt").write_text(textwrap.dedent("""\
+    (src / "CMakeLists.txt").write_text(
+        textwrap.dedent("""\
         cmake_minimum_required(VERSION 3.13)
         project(app CXX)
         find_package(rknnrt 2.5 REQUIRED)
@@ -223,15 +342,22 @@ def test_cmake_find_package_builds_and_runs(sdk, tmp_path, files):
         add_executable(app_vendor_style main.cpp)  # as vendor demos do it, by variables
         target_include_directories(app_vendor_style PRIVATE ${RKNN_API_INCLUDE_PATH})
         target_link_libraries(app_vendor_style ${RKNN_RT_LIB})
-    """))
+    """)
+    )
     build_dir = tmp_path / "build"
-    for command in (["cmake", "-S", str(src), "-B", str(build_dir), f"-DCMAKE_PREFIX_PATH={sdk}"],
-                    ["cmake", "--build", str(build_dir)]):  # fmt: skip
+    for command in (
+        ["cmake", "-S", str(src), "-B", str(build_dir), f"-DCMAKE_PREFIX_PATH={sdk}"],
+        ["cmake", "--build", str(build_dir)],
+    ):
         done = subprocess.run(command, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout + done.stderr
     for exe in ("app", "app_vendor_style"):
-        done = subprocess.run([str(build_dir / exe), str(files["model"])], capture_output=True,
-                              text=True, env=board_env(sdk))  # fmt: skip
+        done = subprocess.run(
+            [str(build_dir / exe), str(files["model"])],
+            capture_output=True,
+            text=True,
+            env=board_env(sdk),
+        )
         assert done.returncode == 0 and "cxx io 1 1" in done.stdout, done.stderr
 
 

@@ -22,8 +22,9 @@ def python_general(model: bytes, buf: np.ndarray, type_: int, fmt: int) -> np.nd
     outputs = (rk.rknn_output * 1)()
     outputs[0].want_float = 1
     assert rk.rknn_outputs_get(ctx, 1, outputs, None) == 0
-    result = np.ctypeslib.as_array(ctypes.cast(outputs[0].buf, ctypes.POINTER(ctypes.c_float)),
-                                   (outputs[0].size // 4,)).copy()  # fmt: skip
+    result = np.ctypeslib.as_array(
+        ctypes.cast(outputs[0].buf, ctypes.POINTER(ctypes.c_float)), (outputs[0].size // 4,)
+    ).copy()
     assert rk.rknn_outputs_release(ctx, 1, outputs) == 0
     assert rk.rknn_destroy(ctx) == 0
     return result
@@ -93,14 +94,17 @@ def test_zero_copy_native_layouts_and_fd(programs, files, floats, default_model_
 
 
 def test_three_init_flag_examples(programs, files, floats, default_model_bytes):
-    done = programs.run("init_flags.c", files["model"], files["second"], files["weightless"],
-                        files["image"])  # fmt: skip
+    done = programs.run(
+        "init_flags.c", files["model"], files["second"], files["weightless"], files["image"]
+    )
     assert "ALL OK" in done.stdout, done.stderr
     assert "E RKNN:" not in done.stderr
     got = floats(done.stdout)
     expected = python_uint8(default_model_bytes, files)
     np.testing.assert_array_equal(got["series_a"], expected)
-    np.testing.assert_array_equal(got["series_b"], python_uint8(files["second"].read_bytes(), files))
+    np.testing.assert_array_equal(
+        got["series_b"], python_uint8(files["second"].read_bytes(), files)
+    )
     np.testing.assert_array_equal(got["donor"], expected)
     np.testing.assert_array_equal(got["weightless"], expected)
     # in-place weights run through other onnxruntime kernels: equal up to float rounding
@@ -110,8 +114,9 @@ def test_three_init_flag_examples(programs, files, floats, default_model_bytes):
 def test_dup_context_in_four_threads(programs, files, floats, default_model_bytes):
     done = programs.run("threads.c", files["model"], files["image"], 4, 3, RKNNRT_NUM_THREADS="1")
     assert "identical 1" in done.stdout and "ALL OK" in done.stdout
-    np.testing.assert_array_equal(floats(done.stdout)["single"],
-                                  python_uint8(default_model_bytes, files))  # fmt: skip
+    np.testing.assert_array_equal(
+        floats(done.stdout)["single"], python_uint8(default_model_bytes, files)
+    )
 
 
 def test_non_blocking_run_wait_and_async_mask(programs, files, floats, default_model_bytes):
