@@ -371,3 +371,39 @@ def test_missing_requirements_are_named_with_the_fix(monkeypatch, capsys, tmp_pa
     assert "a C compiler: e.g. sudo apt install gcc" in err
     assert "shared libpython" in err and "--enable-shared" in err
     assert not (tmp_path / "sdk").exists()
+
+
+@pytest.mark.slow
+def test_installed_package_in_another_environment(tmp_path, files):
+    """rknnrt installed in a venv (as pip lays it out), `rknnrt sdk` run there: the C program,
+    started with no PATH, PYTHONPATH or venv, runs that venv's interpreter and package."""
+    import numpy
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    minor = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    site = venv / "lib" / minor / "site-packages"
+    shutil.copytree(
+        Path(rk.__file__).parent, site / "rknnrt", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (site / "deps.pth").write_text(f"{Path(numpy.__file__).parent.parent}\n")  # numpy, ort, cffi
+    (site / "zz_mark.pth").write_text(
+        "import os, sys; m = os.environ.get('RKNNRT_TEST_MARK'); "
+        "m and open(m, 'w').write(sys.prefix + ' ' + sys.executable)\n"
+    )
+    env = {"PATH": CLEAN_PATH, "HOME": str(tmp_path), "RKNNRT_CACHE_DIR": str(tmp_path / "c")}
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "rknnrt.cli", "sdk", "--out", str(tmp_path / "sdk")],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    sdk = tmp_path / "sdk"
+    app = tmp_path / "app"
+    source = Path(__file__).parent / "c" / "cxx_unit.cpp"
+    subprocess.run(["g++", "-std=c++11", "-I", str(sdk / "include"), str(source), "-o", str(app),
+                    "-L", str(sdk / "lib"), "-lrknnrt"], check=True)  # fmt: skip
+    mark = tmp_path / "mark"
+    board = {"LD_LIBRARY_PATH": str(sdk / "lib"), "RKNNRT_TEST_MARK": str(mark)}  # env -i
+    run = subprocess.run([str(app), str(files["model"])], capture_output=True, text=True, env=board)
+    assert run.returncode == 0 and "cxx io 1 1" in run.stdout, run.stderr
+    assert mark.read_text() == f"{venv} {venv}/bin/python"
