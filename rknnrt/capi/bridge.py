@@ -90,15 +90,20 @@ def _on_error(name: str) -> Callable[..., None]:
     return report
 
 
+def bind_one(ffi: Any, fn: Function, target: Callable[..., Any]) -> None:
+    """Make `target` the body of the library's `fn`: an exception it raises becomes
+    RKNN_ERR_FAIL (NULL for pointers) and one `E RKNN:` line, never RKNN_SUCC."""
+    error = {"int": RKNN_ERR_FAIL, "pointer": 0, "void": None}[fn.returns]
+    options: dict[str, Any] = {"name": f"_py_{fn.name}", "onerror": _on_error(fn.name)}
+    if error is not None:
+        options["error"] = error
+    ffi.def_extern(**options)(target)
+
+
 def bind(ffi: Any, lib: Any) -> None:
     """Attach every `_py_<function>` of the library to the public Python API."""
     import rknnrt
 
     for fn in functions():
         impl = getattr(rknnrt, fn.name, None)
-        target = _missing(fn) if impl is None else _adapt(fn, impl, ffi)
-        error = {"int": RKNN_ERR_FAIL, "pointer": 0, "void": None}[fn.returns]
-        options: dict[str, Any] = {"name": f"_py_{fn.name}", "onerror": _on_error(fn.name)}
-        if error is not None:
-            options["error"] = error
-        ffi.def_extern(**options)(target)
+        bind_one(ffi, fn, _missing(fn) if impl is None else _adapt(fn, impl, ffi))

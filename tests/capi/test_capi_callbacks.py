@@ -89,3 +89,33 @@ def test_register_custom_ops_fails_cleanly_until_implemented(plugin, default_mod
         assert ret == rk.RKNN_ERR_FAIL
         assert len(errors) == 1 and "custom operators are not implemented" in errors[0]
     assert rk.rknn_destroy(ctx) == 0  # the same interpreter: the Python API sees the context
+
+
+def test_a_python_exception_never_returns_success(plugin, capfd):
+    """Whatever goes wrong in Python behind a C call comes back as RKNN_ERR_FAIL / NULL with
+    one E RKNN: line (the library is loaded in this process, so its bindings can be swapped)."""
+    import _rknnrt_capi
+
+    from rknnrt.capi import bridge
+    from rknnrt.capi.signatures import functions
+
+    rt, _ = plugin
+    by_name = {f.name: f for f in functions()}
+
+    def broken(*_args):
+        raise ZeroDivisionError("deliberate")
+
+    rt.rknn_create_mem.restype = ctypes.c_void_p
+    try:
+        for name in ("rknn_query", "rknn_create_mem"):
+            bridge.bind_one(_rknnrt_capi.ffi, by_name[name], broken)
+        info = rk.rknn_input_output_num()
+        assert rt.rknn_query(ctypes.c_uint64(1), 0, ctypes.byref(info), 8) == rk.RKNN_ERR_FAIL
+        assert rt.rknn_create_mem(ctypes.c_uint64(1), 64) is None  # NULL
+    finally:
+        bridge.bind(_rknnrt_capi.ffi, _rknnrt_capi.lib)
+    errors = [e for e in capfd.readouterr().err.splitlines() if e.startswith("E RKNN:")]
+    assert len(errors) == 2, errors
+    assert "rknn_query: internal error: ZeroDivisionError: deliberate" in errors[0]
+    assert "rknn_create_mem: internal error" in errors[1]
+    assert rt.rknn_query(ctypes.c_uint64(1), 0, ctypes.byref(info), 8) == rk.RKNN_ERR_CTX_INVALID
