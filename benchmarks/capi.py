@@ -243,8 +243,10 @@ def main() -> int:
             print(f"   {n} threads vs 1: {r['speedup']:.2f}x throughput, results identical: "
                   f"{bool(r['identical'])}; one thread {per_frame:.1f} ms per frame  "
                   f"(target >= 1.6x for 4 threads on 2 cores)")  # fmt: skip
-            print(f"      baseline, plain onnxruntime in {n} Python threads: {ceiling:.2f}x "
-                  f"-> C threads reach {r['speedup'] / ceiling:.0%} of what the machine gives")  # fmt: skip
+            print(
+                f"      baseline, plain onnxruntime in {n} Python threads: {ceiling:.2f}x "
+                f"-> C threads reach {r['speedup'] / ceiling:.0%} of what this machine gives"
+            )
         print(f"   cores available to this process: {len(os.sched_getaffinity(0))}")
     return 0
 
