@@ -407,3 +407,10 @@ def test_installed_package_in_another_environment(tmp_path, files):
     run = subprocess.run([str(app), str(files["model"])], capture_output=True, text=True, env=board)
     assert run.returncode == 0 and "cxx io 1 1" in run.stdout, run.stderr
     assert mark.read_text() == f"{venv} {venv}/bin/python"
+
+
+def test_four_threads_racing_the_first_call(programs, files):
+    for _ in range(2):
+        done = programs.run("first_call_race.c", files["model"])
+        assert "results 0 -7 0 -7" in done.stdout, done.stdout + done.stderr
+        assert done.stderr.count("E RKNN:") == 2  # the two calls on context 0
