@@ -145,3 +145,39 @@ def test_non_blocking_run_wait_and_async_mask(programs, files, floats, default_m
     assert rk.rknn_destroy(ctx) == 0
     printed = [int(got[f"async_frame_{i}"][0]) for i in range(3)]
     assert printed == frames
+
+
+def test_native_output_layouts_and_pass_through(programs, convert, tmp_path, floats):
+    """A float16 model with a 4-D output of 20 channels (C2 = 8 pads it to 24): NC1HWC2 and
+    NHWC float16 outputs, unpacked in C, and NCHW float32 all equal the Python general API."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.RandomState(3)
+    conv = helper.make_node(
+        "Conv", ["images", "w", "b"], ["out"], kernel_shape=[3, 3], pads=[1] * 4
+    )
+    graph = helper.make_graph(
+        [conv],
+        "conv4d",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 20, 16, 16])],
+        [numpy_helper.from_array(rng.randn(20, 3, 3, 3).astype(np.float32), "w"),
+         numpy_helper.from_array(rng.randn(20).astype(np.float32), "b")],
+    )  # fmt: skip
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model = convert(onnx_model, mean_values=[[0, 0, 0]], std_values=[[255, 255, 255]],
+                    float_dtype="float16")  # fmt: skip
+    image = np.random.default_rng(4).integers(0, 256, (1, 16, 16, 3), np.uint8)
+    (tmp_path / "conv.rknnrt").write_bytes(model)
+    (tmp_path / "image.u8").write_bytes(image.tobytes())
+    done = programs.run("native_layouts.c", tmp_path / "conv.rknnrt", tmp_path / "image.u8")
+    assert "ALL OK" in done.stdout and "E RKNN:" not in done.stderr, done.stderr
+    assert "nc1hwc2_attr fmt=NC1HWC2 type=FP16 n_dims=5" in done.stdout
+    assert "nhwc_attr fmt=NHWC type=FP16 n_dims=4" in done.stdout
+    got = floats(done.stdout)
+    expected = python_general(model, image, rk.RKNN_TENSOR_UINT8, rk.RKNN_TENSOR_NHWC)
+    assert expected.size == 20 * 16 * 16
+    for label in ("nc1hwc2", "nhwc", "nchw_f32"):
+        np.testing.assert_array_equal(got[label], expected, err_msg=label)
+    # pass_through: C normalised (x / 255) and rounded to float16 itself
+    np.testing.assert_allclose(got["pass_through"], expected, rtol=2e-3, atol=2e-3)
