@@ -139,16 +139,15 @@ def _wrapper(fn: Function) -> tuple[str, str]:
     declaration = f"{fn.bridge_return} {bridge}({types});"
     args = ", ".join(f"(uintptr_t){p.name}" if p.pointer else p.name for p in fn.params)
     params = ", ".join(p.c_decl for p in fn.params) or "void"
+    ready = f'rknnrt_ready("{fn.name}") != 0'
     if fn.returns == "int":
-        body = f"if (rknnrt_ready({fn.name!r}) != 0) return RKNN_ERR_FAIL;\n"
-        body += f"    return {bridge}({args});"
+        body = f"if ({ready}) return RKNN_ERR_FAIL;\n    return {bridge}({args});"
     elif fn.returns == "pointer":
-        body = f"if (rknnrt_ready({fn.name!r}) != 0) return NULL;\n"
-        body += f"    return (rknn_tensor_mem*){bridge}({args});"
-    else:  # rknn_custom_op_get_op_attr: a lookup that finds nothing leaves n_elems 0
-        body = "if (op_attr != NULL) { op_attr->n_elems = 0; op_attr->data = NULL; }\n"
-        body += f"    if (rknnrt_ready({fn.name!r}) != 0) return;\n    {bridge}({args});"
-    body = body.replace(f"'{fn.name}'", f'"{fn.name}"')
+        body = f"if ({ready}) return NULL;\n    return (rknn_tensor_mem*){bridge}({args});"
+    else:
+        body = f"if ({ready}) return;\n    {bridge}({args});"
+    if fn.name == "rknn_custom_op_get_op_attr":  # a lookup that finds nothing leaves n_elems 0
+        body = "if (op_attr != NULL) { op_attr->n_elems = 0; op_attr->data = NULL; }\n    " + body
     source = (
         f"static {declaration}\n"
         f"RKNNRT_EXPORT {fn.c_return} {fn.name}({params})\n{{\n    {body}\n}}\n"
