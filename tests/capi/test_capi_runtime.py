@@ -181,3 +181,38 @@ def test_native_output_layouts_and_pass_through(programs, convert, tmp_path, flo
         np.testing.assert_array_equal(got[label], expected, err_msg=label)
     # pass_through: C normalised (x / 255) and rounded to float16 itself
     np.testing.assert_allclose(got["pass_through"], expected, rtol=2e-3, atol=2e-3)
+
+
+def test_int8_model_input_types(programs, files, floats, default_onnx, tmp_path):
+    from rknnrt.toolkit import RKNN
+    from rknnrt.toolkit.samples import default_input
+    from tests.conftest import DEFAULT_MEAN, DEFAULT_STD
+
+    rknn = RKNN()
+    assert rknn.config(target_platform="rk3588", mean_values=[DEFAULT_MEAN],
+                       std_values=[DEFAULT_STD]) == 0  # fmt: skip
+    assert rknn.load_onnx(default_onnx) == 0
+    calibration = [[default_input(seed=s).transpose(0, 3, 1, 2).astype(np.float32)]
+                   for s in range(4)]  # fmt: skip
+    assert rknn.build(do_quantization=True, dataset=calibration) == 0, rknn.last_error
+    model = rknn.model_bytes()
+    (tmp_path / "int8.rknnrt").write_bytes(model)
+    done = programs.run("int8_inputs.c", tmp_path / "int8.rknnrt", files["image"])
+    assert "ALL OK" in done.stdout and "E RKNN:" not in done.stderr, done.stderr
+    assert "input type=INT8 qnt=AFFINE" in done.stdout
+    got = floats(done.stdout)
+    image = image_of(files)
+    nchw = np.ascontiguousarray(image.transpose(0, 3, 1, 2))
+    cases = {
+        "uint8_nhwc": (image, rk.RKNN_TENSOR_UINT8, rk.RKNN_TENSOR_NHWC),
+        "uint8_nchw": (nchw, rk.RKNN_TENSOR_UINT8, rk.RKNN_TENSOR_NCHW),
+        "int8_nhwc": ((image // 2).astype(np.int8), rk.RKNN_TENSOR_INT8, rk.RKNN_TENSOR_NHWC),
+        "float32_nchw": (nchw.astype(np.float32), rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NCHW),
+    }
+    for label, (buf, type_, fmt) in cases.items():
+        expected = python_general(model, np.ascontiguousarray(buf), type_, fmt)
+        np.testing.assert_array_equal(got[label], expected, err_msg=label)
+    # the last run's output in the model's own type, converted in C, is the float32 one
+    np.testing.assert_array_equal(got["own_type_output"], got["float32_nchw"])
+    # pass_through quantised in C: the same up to one quantisation step of a few inputs
+    np.testing.assert_allclose(got["pass_through"], got["uint8_nhwc"], atol=0.02)
