@@ -206,11 +206,15 @@ def _compile(source: Path, output: Path) -> None:
     lib = _libpython()
     assert cc is not None and lib is not None
     libdir, libname = lib
+    # Export the header's functions only; cffi calls its module init directly, by address.
+    exports = source.with_suffix(".map")
+    exports.write_text("{ global: rknn_*; local: *; };\n")
     command = [
         cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-pthread",
         f"-I{INCLUDE_DIR}", f"-I{sysconfig.get_paths()['include']}",
         str(source), "-o", str(output),
-        f"-Wl,-soname,{LIBRARY}", f"-L{libdir}", f"-l{libname}", f"-Wl,-rpath,{libdir}", "-ldl",
+        f"-Wl,-soname,{LIBRARY}", f"-Wl,--version-script={exports}",
+        f"-L{libdir}", f"-l{libname}", f"-Wl,-rpath,{libdir}", "-ldl",
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
