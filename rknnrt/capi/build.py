@@ -229,11 +229,17 @@ def build_library(force: bool = False) -> Path:
     target = library_path()
     if target.exists() and not force:
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
-        source = Path(tmp) / f"{MODULE}.c"
-        generate(source)
-        built = Path(tmp) / LIBRARY
-        _compile(source, built)
-        os.replace(built, target)  # atomic: concurrent builders each install a whole file
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+            source = Path(tmp) / f"{MODULE}.c"
+            generate(source)
+            built = Path(tmp) / LIBRARY
+            _compile(source, built)
+            os.replace(built, target)  # atomic: concurrent builders each install a whole file
+    except OSError as exc:
+        raise BuildError(
+            f"cannot write the library cache {target.parent}: {exc}; "
+            "set RKNNRT_CACHE_DIR to a writable folder"
+        ) from None
     return target

@@ -109,6 +109,9 @@ def cmd_sdk(args: argparse.Namespace) -> int:
     except BuildError as exc:
         print(f"rknnrt sdk: {exc}\n{NEEDS}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        print(f"rknnrt sdk: cannot write the SDK folder {args.out}: {exc}", file=sys.stderr)
+        return 1
     print(f"rknnrt SDK in {root}")
     print(f"  include/  {' '.join(HEADERS)}")
     print(f"  lib/      {LIBRARY}, pkgconfig/rknnrt.pc, cmake/rknnrt/rknnrtConfig.cmake")

@@ -414,3 +414,13 @@ def test_four_threads_racing_the_first_call(programs, files):
         done = programs.run("first_call_race.c", files["model"])
         assert "results 0 -7 0 -7" in done.stdout, done.stdout + done.stderr
         assert done.stderr.count("E RKNN:") == 2  # the two calls on context 0
+
+
+def test_unwritable_cache_is_explained(monkeypatch, capsys, tmp_path):
+    from rknnrt.cli import main
+
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the cache folder should be
+    monkeypatch.setenv("RKNNRT_CACHE_DIR", str(blocked / "cache"))
+    assert main(["sdk", "--rebuild", "--out", str(tmp_path / "sdk")]) == 1
+    assert "set RKNNRT_CACHE_DIR to a writable folder" in capsys.readouterr().err
