@@ -51,7 +51,7 @@ def _missing(fn: Function) -> Callable[..., Any]:
 
 def _address(pointer: Any) -> int:
     """A ctypes POINTER returned by the Python API -> the address C receives (0 = NULL)."""
-    return ctypes.cast(pointer, ctypes.c_void_p).value or 0 if pointer else 0
+    return (ctypes.cast(pointer, ctypes.c_void_p).value or 0) if pointer else 0
 
 
 def _adapt(fn: Function, impl: Callable[..., Any], ffi: Any) -> Callable[..., Any]:
