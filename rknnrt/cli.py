@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import api as rk
+from .capi import sdk as capi_sdk
 from .core import registry
 from .toolkit import RKNN, samples
 
@@ -404,6 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--core-mask", **mask)
     p.add_argument("--target", **target)
     p.set_defaults(func=cmd_perf)
+
+    capi_sdk.register(sub)
     return parser
 
 

@@ -1,0 +1,135 @@
+"""`rknnrt sdk`: an SDK folder laid out as users lay out the vendor's runtime.
+
+    DIR/include/rknn_api.h, rknn_matmul_api.h, rknn_custom_op.h
+    DIR/lib/librknnrt.so                      (SONAME librknnrt.so)
+    DIR/lib/pkgconfig/rknnrt.pc               (pkg-config --cflags --libs rknnrt)
+    DIR/lib/cmake/rknnrt/rknnrtConfig.cmake   (find_package(rknnrt) -> rknnrt::rknnrt,
+                                               RKNN_RT_LIB, RKNN_API_PATH, RKNN_API_INCLUDE_PATH)
+
+The library runs rknnrt in the Python environment this command runs in, whatever PATH says
+when the C program starts; run the command again after moving or recreating that environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from .build import LIBRARY, BuildError, build_library, missing_requirements
+from .signatures import HEADERS, INCLUDE_DIR
+
+API_VERSION = "2.5.0"  # the librknnrt API this library stands in for
+
+NEEDS = (
+    "Needs, once: a C compiler (gcc/clang, or $CC), the headers of this Python (python3.X-dev) "
+    "and a shared libpython (Debian's, uv's, conda's, or pyenv with --enable-shared), plus the "
+    "cffi package (pip install 'rknnrt[capi]'). The library is built on first use and cached "
+    "per Python and rknnrt version."
+)
+
+_PC = """\
+prefix={prefix}
+libdir=${{prefix}}/lib
+includedir=${{prefix}}/include
+
+Name: rknnrt
+Description: RKNN Runtime C API (librknnrt.so) implemented by rknnrt {version} in Python
+Version: {api}
+Libs: -L${{libdir}} -lrknnrt -Wl,-rpath,${{libdir}}
+Cflags: -I${{includedir}}
+"""
+
+_CONFIG = """\
+# find_package(rknnrt): the rknnrt drop-in librknnrt.so, written by `rknnrt sdk`.
+# Gives the imported target rknnrt::rknnrt and the variables vendor-style projects set by hand.
+get_filename_component(_rknnrt_prefix "${{CMAKE_CURRENT_LIST_DIR}}/../../.." ABSOLUTE)
+set(RKNN_API_PATH "${{_rknnrt_prefix}}")
+set(RKNN_API_INCLUDE_PATH "${{_rknnrt_prefix}}/include")
+set(RKNN_RT_LIB "${{_rknnrt_prefix}}/lib/{library}")
+set(rknnrt_INCLUDE_DIRS "${{RKNN_API_INCLUDE_PATH}}")
+set(rknnrt_LIBRARIES "${{RKNN_RT_LIB}}")
+set(rknnrt_VERSION "{api}")
+if(NOT TARGET rknnrt::rknnrt)
+  add_library(rknnrt::rknnrt SHARED IMPORTED)
+  set_target_properties(rknnrt::rknnrt PROPERTIES
+    IMPORTED_LOCATION "${{RKNN_RT_LIB}}"
+    IMPORTED_SONAME "{library}"
+    INTERFACE_INCLUDE_DIRECTORIES "${{RKNN_API_INCLUDE_PATH}}")
+endif()
+unset(_rknnrt_prefix)
+"""
+
+_CONFIG_VERSION = """\
+set(PACKAGE_VERSION "{api}")
+if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION VERSION_EQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+"""
+
+
+def write_sdk(out: Path | str, force_build: bool = False) -> Path:
+    """Build (or reuse) the library and write the SDK folder; returns its absolute path."""
+    from .. import __version__
+
+    library = build_library(force=force_build)
+    root = Path(out).resolve()
+    for sub in ("include", "lib/pkgconfig", "lib/cmake/rknnrt"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    for header in HEADERS:
+        shutil.copyfile(INCLUDE_DIR / header, root / "include" / header)
+    staged = root / "lib" / f".{LIBRARY}.tmp"
+    shutil.copyfile(library, staged)
+    staged.chmod(0o755)
+    staged.replace(root / "lib" / LIBRARY)  # a running program keeps its mapped old copy
+    values = {"prefix": root, "version": __version__, "api": API_VERSION, "library": LIBRARY}
+    (root / "lib/pkgconfig/rknnrt.pc").write_text(_PC.format(**values))
+    (root / "lib/cmake/rknnrt/rknnrtConfig.cmake").write_text(_CONFIG.format(**values))
+    (root / "lib/cmake/rknnrt/rknnrtConfigVersion.cmake").write_text(
+        _CONFIG_VERSION.format(**values)
+    )
+    return root
+
+
+def cmd_sdk(args: argparse.Namespace) -> int:
+    if args.check:
+        problems = missing_requirements()
+        for p in problems:
+            print(f"missing: {p}")
+        print("ready to build librknnrt.so" if not problems else NEEDS)
+        return 1 if problems else 0
+    try:
+        root = write_sdk(args.out, force_build=args.rebuild)
+    except BuildError as exc:
+        print(f"rknnrt sdk: {exc}\n{NEEDS}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"rknnrt sdk: cannot write the SDK folder {args.out}: {exc}", file=sys.stderr)
+        return 1
+    print(f"rknnrt SDK in {root}")
+    print(f"  include/  {' '.join(HEADERS)}")
+    print(f"  lib/      {LIBRARY}, pkgconfig/rknnrt.pc, cmake/rknnrt/rknnrtConfig.cmake")
+    print(f"  Python:   {sys.executable} (the library runs rknnrt there)")
+    print("build and run a program:")
+    print(f"  gcc app.c -I{root}/include -L{root}/lib -lrknnrt -o app")
+    print(f"  LD_LIBRARY_PATH={root}/lib ./app")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the `sdk` subcommand to the rknnrt command line."""
+    p = sub.add_parser(
+        "sdk",
+        help="write the C SDK: headers and a drop-in librknnrt.so for C/C++ programs",
+        description=__doc__.splitlines()[0] + " " + NEEDS,
+    )
+    p.add_argument("--out", default="rknnrt-sdk", help="SDK folder (default: ./rknnrt-sdk)")
+    p.add_argument("--rebuild", action="store_true", help="rebuild the cached library")
+    p.add_argument("--check", action="store_true", help="only report what the build needs")
+    p.set_defaults(func=cmd_sdk)
