@@ -1,4 +1,4 @@
-"""`rknnrt` command line: convert, info, run, bench, perf.
+"""`rknnrt` command line: convert, info, run, bench, perf, eval, sweep.
 
 Models given as .onnx are converted on the fly (float, rk3588 unless --target says otherwise);
 `rknnrt run` with no model converts and runs the bundled default CNN.
@@ -18,6 +18,7 @@ import numpy as np
 
 from . import api as rk
 from .core import registry
+from .evaluation import commands as evaluation_commands
 from .toolkit import RKNN, samples
 
 _NP_TYPES = {
@@ -404,6 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--core-mask", **mask)
     p.add_argument("--target", **target)
     p.set_defaults(func=cmd_perf)
+
+    evaluation_commands.add_parsers(sub)  # eval, sweep
     return parser
 
 
