@@ -119,6 +119,7 @@ def run_ray(
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
         context.print_on_execution_start = False
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
         items = [
             {
                 "index": s.index,
@@ -140,7 +141,7 @@ def run_ray(
                 "kill_marker": kill_marker,
             },
             batch_size=batch_size,
-            concurrency=workers,
+            compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=1,
             max_restarts=-1,
             max_task_retries=-1,
