@@ -27,16 +27,22 @@ def _independent(eval_dir: dict[str, Any], model: str, name: str) -> tuple[np.nd
     assert lite.load_rknn(eval_dir["paths"][model]) == 0 and lite.init_runtime() == 0
     out = lite.inference([image])[0]
     lite.release()
-    x = (image.transpose(0, 3, 1, 2).astype(np.float32) - np.reshape(MEAN, (1, 3, 1, 1))) / \
-        np.reshape(STD, (1, 3, 1, 1))  # fmt: skip
+    x = (
+        image.transpose(0, 3, 1, 2).astype(np.float32) - np.reshape(MEAN, (1, 3, 1, 1))
+    ) / np.reshape(STD, (1, 3, 1, 1))
     session = ort.InferenceSession(eval_dir["onnx"], providers=["CPUExecutionProvider"])
     ref = session.run(None, {"images": x.astype(np.float32)})[0]
     return out, ref
 
 
 def test_int8_report_matches_an_independent_run(eval_dir: dict[str, Any]) -> None:
-    result = evaluate(eval_dir["paths"]["int8"], eval_dir["data"], reference=eval_dir["onnx_path"],
-                      labels=eval_dir["labels"], progress=False)  # fmt: skip
+    result = evaluate(
+        eval_dir["paths"]["int8"],
+        eval_dir["data"],
+        reference=eval_dir["onnx_path"],
+        labels=eval_dir["labels"],
+        progress=False,
+    )
     report = result.report
     assert report["samples"] == 24 and [r["index"] for r in result.records] == list(range(24))
     worst = report["worst"][0]
@@ -46,8 +52,9 @@ def test_int8_report_matches_an_independent_run(eval_dir: dict[str, Any]) -> Non
     assert worst["cosine"][0] == pytest.approx(expected_cos, abs=1e-5)
     assert worst["max_abs"][0] == pytest.approx(np.abs(a - b).max(), abs=1e-4)
     cos = [r["cosine"][0] for r in result.records]
-    assert worst["cosine"][0] == min(cos) and report["outputs"]["logits"]["cosine"]["mean"] == \
-        pytest.approx(np.mean(cos))  # fmt: skip
+    assert worst["cosine"][0] == min(cos) and report["outputs"]["logits"]["cosine"][
+        "mean"
+    ] == pytest.approx(np.mean(cos))
     assert 0.99 < min(cos) < 1.0  # int8 departs a little from float, never much on this model
     # accuracy from the labels file, counted here from the records' top-5 lists
     labels = dict(line.split() for line in open(eval_dir["labels"]))
@@ -58,8 +65,13 @@ def test_int8_report_matches_an_independent_run(eval_dir: dict[str, Any]) -> Non
 
 
 def test_float32_model_agrees_with_reference(eval_dir: dict[str, Any]) -> None:
-    result = evaluate(eval_dir["models"]["float32"], eval_dir["data"],
-                      reference=eval_dir["onnx"], limit=6, progress=False)  # fmt: skip
+    result = evaluate(
+        eval_dir["models"]["float32"],
+        eval_dir["data"],
+        reference=eval_dir["onnx"],
+        limit=6,
+        progress=False,
+    )
     stats = result.report["outputs"]["logits"]
     assert result.report["samples"] == 6
     assert stats["cosine"]["min"] > 1 - 1e-6 and stats["max_abs"]["max"] < 1e-3
@@ -83,8 +95,9 @@ def test_pool_gives_the_same_report(eval_dir: dict[str, Any]) -> None:
 
 def test_list_file_and_labels(eval_dir: dict[str, Any], tmp_path: Any) -> None:
     listing = tmp_path / "list.txt"
-    listing.write_text(f"# two samples\n{eval_dir['data']}/img_00003.png\n\n"
-                       f"{eval_dir['data']}/img_00001.png\n")  # fmt: skip
+    listing.write_text(
+        f"# two samples\n{eval_dir['data']}/img_00003.png\n\n{eval_dir['data']}/img_00001.png\n"
+    )
     samples = list_samples(listing, eval_dir["labels"])
     assert [(s.index, s.name) for s in samples] == [(0, "img_00003.png"), (1, "img_00001.png")]
     labels = dict(line.split() for line in open(eval_dir["labels"]))
@@ -99,12 +112,29 @@ def test_list_file_and_labels(eval_dir: dict[str, Any], tmp_path: Any) -> None:
         list_samples(tmp_path / "empty")
 
 
-def test_cli_eval_json_and_table(eval_dir: dict[str, Any], tmp_path: Any,
-                                 capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_cli_eval_json_and_table(
+    eval_dir: dict[str, Any], tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "report.json"
-    assert main(["eval", eval_dir["paths"]["int8"], "--data", eval_dir["data"], "--reference",
-                 eval_dir["onnx_path"], "--labels", eval_dir["labels"], "--limit", "8",
-                 "--json", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "eval",
+                eval_dir["paths"]["int8"],
+                "--data",
+                eval_dir["data"],
+                "--reference",
+                eval_dir["onnx_path"],
+                "--labels",
+                eval_dir["labels"],
+                "--limit",
+                "8",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     report = json.loads(out.read_text())
     assert report["samples"] == 8 and "accuracy" in report["metrics"]

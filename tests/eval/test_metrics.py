@@ -41,21 +41,28 @@ def test_accuracy_counts_top1_top5_for_model_and_reference() -> None:
     ]
     assert values == [[1, 1, 0, 0], [0, 1], None]
     summary = metric.summarize([values[0], [0, 1, 1, 1], None])
-    assert summary == {"labelled": 2.0, "top1": 0.5, "top5": 1.0, "reference_top1": 0.5,
-                       "reference_top5": 0.5}  # fmt: skip
+    assert summary == {
+        "labelled": 2.0,
+        "top1": 0.5,
+        "top5": 1.0,
+        "reference_top1": 0.5,
+        "reference_top5": 0.5,
+    }
 
 
 def test_average_precision_by_hand() -> None:
     # detections ranked TP, FP, TP over 2 ground-truth boxes: precision 1, 1/2, 2/3 at recall
     # 1/2, 1/2, 1; the envelope gives AP = 0.5 * 1 + 0.5 * 2/3
-    assert average_precision(np.array([0.5, 0.5, 1.0]), np.array([1, 0.5, 2 / 3])) == \
-        pytest.approx(0.5 + 1 / 3)  # fmt: skip
+    assert average_precision(np.array([0.5, 0.5, 1.0]), np.array([1, 0.5, 2 / 3])) == pytest.approx(
+        0.5 + 1 / 3
+    )
     truths = [[[0, 0, 0, 10, 10]], [[0, 20, 20, 30, 30]]]
     detections = [[[0, 0.9, 0, 0, 10, 10], [0, 0.8, 50, 50, 60, 60]], [[0, 0.7, 21, 21, 30, 30]]]
     assert mean_average_precision(detections, truths) == pytest.approx(0.5 + 1 / 3)
     # a second detection of an already matched box is a false positive
-    assert mean_average_precision([[[0, 0.9, 0, 0, 10, 10], [0, 0.8, 0, 0, 10, 10]], []],
-                                  [[[0, 0, 0, 10, 10]], []]) == pytest.approx(1.0)  # fmt: skip
+    assert mean_average_precision(
+        [[[0, 0.9, 0, 0, 10, 10], [0, 0.8, 0, 0, 10, 10]], []], [[[0, 0, 0, 10, 10]], []]
+    ) == pytest.approx(1.0)
     # two classes: class 1 never found -> mAP is the mean of 1.0 and 0.0
     assert mean_average_precision(
         [[[0, 0.9, 0, 0, 10, 10]]], [[[0, 0, 0, 10, 10], [1, 5, 5, 8, 8]]]
