@@ -132,6 +132,8 @@ def run_ray(
         model_ref = ray.put(np.frombuffer(job.model, np.uint8))
         light = EvalJob(b"", job.reference, job.mean, job.std, job.metrics, job.threads)
         dataset = ray.data.from_items(items, override_num_blocks=max(len(items) // batch_size, 1))
+        # Ray Data restarts a lost actor and retries its tasks without limit by default
+        # (max_restarts=-1, max_task_retries=-1): the kill test relies on it.
         results = dataset.map_batches(
             EvalActor,
             fn_constructor_kwargs={
@@ -143,8 +145,6 @@ def run_ray(
             batch_size=batch_size,
             compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=1,
-            max_restarts=-1,
-            max_task_retries=-1,
         )
         records = []
         for batch in results.iter_batches(batch_size=None, batch_format="numpy"):
