@@ -72,7 +72,9 @@ class EvalActor:
         if model_ref is not None:
             import ray
 
-            model = ray.get(model_ref)  # a read-only view of the object store, not a copy
+            # a read-only numpy view of the object store: the model bytes are not copied
+            # (passed inside a list: Ray then lends the reference instead of resolving it)
+            model = ray.get(model_ref[0])
             job = EvalJob(model, job.reference, job.mean, job.std, job.metrics, job.threads)
         self.worker = Worker(job)
         self.kill_at, self.kill_marker = kill_at, kill_marker
@@ -138,7 +140,7 @@ def run_ray(
             EvalActor,
             fn_constructor_kwargs={
                 "job": light,
-                "model_ref": model_ref,
+                "model_ref": [model_ref],
                 "kill_at": kill_at,
                 "kill_marker": kill_marker,
             },
