@@ -94,9 +94,14 @@ class Progress:
     at the end otherwise, so logs stay short)."""
 
     def __init__(
-        self, total: int, label: str = "eval", stream: TextIO | None = None, enabled: bool = True
+        self,
+        total: int,
+        label: str = "eval",
+        stream: TextIO | None = None,
+        enabled: bool = True,
+        unit: str = "samples",
     ) -> None:
-        self.total, self.label, self.enabled = total, label, enabled
+        self.total, self.label, self.unit, self.enabled = total, label, unit, enabled
         self.stream = stream if stream is not None else sys.stderr
         self.done, self.start, self._last, self._decile = 0, time.perf_counter(), 0.0, -1
 
@@ -116,7 +121,7 @@ class Progress:
         filled = self.done * 30 // max(self.total, 1)
         line = (
             f"{self.label} [{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} "
-            f"{rate:.1f} samples/s ETA {eta:.0f}s"
+            f"{rate:.1f} {self.unit}/s ETA {eta:.0f}s"
         )
         self.stream.write(("\r" + line) if tty else line + "\n")
         if tty and self.done >= self.total:

@@ -236,7 +236,7 @@ def sweep(
         metrics.append(Accuracy())
     calibration = calibration_set(onnx_model, calib) if calib is not None else []
     calls = [(onnx_model, c, calibration, mean, std, samples, metrics) for c in configs]
-    bar = engine.Progress(len(calls), label="sweep", enabled=progress)
+    bar = engine.Progress(len(calls), label="sweep", unit="configs", enabled=progress)
     if ray:
         from .ray_backend import run_tasks
 
