@@ -137,6 +137,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             )
     except (DatasetError, EvaluationError, ValueError, RuntimeError, OSError) as exc:
         raise SystemExit(f"eval failed: {exc}") from None
+    except Exception as exc:  # a worker's error re-raised by the pool or Ray, wrapped
+        raise SystemExit(f"eval failed: {type(exc).__name__}: {exc}") from None
     if args.json != "-":
         print(result.table())
     _emit(result.report, args.json)
@@ -167,6 +169,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     except (GridError, DatasetError, ValueError, RuntimeError, OSError) as exc:
         raise SystemExit(f"sweep failed: {exc}") from None
+    except Exception as exc:  # a worker's error re-raised by the pool or Ray, wrapped
+        raise SystemExit(f"sweep failed: {type(exc).__name__}: {exc}") from None
     if args.json != "-":
         print(f"{'rank':>4}  {args.rank_by:>10}  {'seconds':>7}  configuration")
         for k, e in enumerate(entries, 1):

@@ -9,7 +9,9 @@ same numbers in the same order.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -150,9 +152,24 @@ def run_serial(
 _WORKER: Worker | None = None
 
 
-def _init_worker(job: EvalJob) -> None:
+def _init_worker(job: EvalJob, ready: threading.Barrier | None = None) -> None:
     global _WORKER
+    # Each worker in its own session, as Ray's workers are: with Linux's autogroup scheduling
+    # (the default) all processes of one session share one CPU share, so workers left in the
+    # caller's session get no more CPU than one process while other sessions keep cores busy.
+    if hasattr(os, "setsid"):
+        try:
+            os.setsid()
+        except OSError:
+            pass  # already a session leader
     _WORKER = Worker(job)
+    if ready is not None:
+        # every worker loads its model before any takes work: otherwise the first one up takes
+        # most of the queue while the others still import onnxruntime
+        try:
+            ready.wait(timeout=120)
+        except threading.BrokenBarrierError:
+            pass  # a worker that failed to start: the pool reports it
 
 
 def _evaluate_chunk(chunk: list[Sample]) -> list[Record]:
@@ -170,9 +187,11 @@ def run_pool(
     """A local process pool (spawned processes: onnxruntime's threads do not survive fork)."""
     context = multiprocessing.get_context("spawn")
     records: list[Record] = []
-    with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_init_worker, initargs=(job,)
-    ) as pool:
+    ready = context.Barrier(workers)
+    pool = ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_init_worker, initargs=(job, ready)
+    )
+    try:
         pending = {pool.submit(_evaluate_chunk, c) for c in chunks(samples, chunk_size)}
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -180,6 +199,9 @@ def run_pool(
                 part = future.result()
                 records.extend(part)
                 progress(len(part))
+    finally:
+        # an error or Ctrl-C: queued chunks are dropped, running ones finish, workers exit
+        pool.shutdown(wait=True, cancel_futures=True)
     return sorted(records, key=lambda r: r["index"])
 
 

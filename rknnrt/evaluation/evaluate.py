@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,7 @@ def evaluate(
     std: list[list[float] | None] | None = None,
     progress: bool = True,
     chunk_size: int = 16,
+    on_progress: Callable[[int], None] | None = None,
 ) -> EvalResult:
     """Run the converted `model` (file or bytes) on every sample of `data` (a folder, a list
     file or listed samples) and, with `reference` (an ONNX file or bytes), the float model too.
@@ -59,7 +60,9 @@ def evaluate(
     workers=1 runs in this process; workers>1 a local process pool; ray=True Ray actors (local
     cluster unless ray_address). All three give the same report. `mean`/`std` override the
     model's normalisation for the reference (needed only for a file that does not record it).
-    With a labels file, classification accuracy is added to `metrics` unless already there."""
+    With a labels file, classification accuracy is added to `metrics` unless already there.
+    `chunk_size`: samples per task (pool) or per batch (Ray). `on_progress(count)` is called
+    in the driver each time `count` more samples are done."""
     blob = _read(model)
     samples = (
         list(data)
@@ -77,14 +80,20 @@ def evaluate(
     output_names = probe.output_names
     probe.close()
     bar = Progress(len(samples), enabled=progress)
+
+    def advance(count: int) -> None:
+        bar.update(count)
+        if on_progress is not None:
+            on_progress(count)
+
     if ray:
         from .ray_backend import run_ray
 
-        records = run_ray(job, samples, max(workers, 1), ray_address, chunk_size, bar.update)
+        records = run_ray(job, samples, max(workers, 1), ray_address, chunk_size, advance)
     elif workers > 1:
-        records = engine.run_pool(job, samples, workers, chunk_size, bar.update)
+        records = engine.run_pool(job, samples, workers, chunk_size, advance)
     else:
-        records = engine.run_serial(job, samples, bar.update)
+        records = engine.run_serial(job, samples, advance)
     records = engine.complete(records, [s.index for s in samples])
     return EvalResult(report.summarize(records, metrics, output_names), records, output_names)
 

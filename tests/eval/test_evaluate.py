@@ -144,3 +144,14 @@ def test_cli_eval_json_and_table(
     assert "8/8" in captured.err and "samples/s" in captured.err  # the progress bar
     with pytest.raises(SystemExit, match="eval failed: dataset .* neither a folder"):
         main(["eval", eval_dir["paths"]["int8"], "--data", str(tmp_path / "nope")])
+
+
+def test_unreadable_image_is_named(eval_dir: dict[str, Any], tmp_path: Any) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.png").write_bytes(open(os.path.join(eval_dir["data"], "img_00000.png"), "rb").read())
+    (data / "b.png").write_bytes(b"not a png")
+    with pytest.raises(SystemExit, match=r"eval failed: cannot read image .*b\.png"):
+        main(["eval", eval_dir["paths"]["int8"], "--data", str(data), "--quiet"])
+    with pytest.raises(SystemExit, match="eval failed: rknn_init failed"):
+        main(["eval", str(data / "b.png"), "--data", str(data), "--quiet"])
