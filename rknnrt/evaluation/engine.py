@@ -152,16 +152,21 @@ def run_serial(
 _WORKER: Worker | None = None
 
 
-def _init_worker(job: EvalJob, ready: threading.Barrier | None = None) -> None:
-    global _WORKER
-    # Each worker in its own session, as Ray's workers are: with Linux's autogroup scheduling
-    # (the default) all processes of one session share one CPU share, so workers left in the
-    # caller's session get no more CPU than one process while other sessions keep cores busy.
+def own_session() -> None:
+    """Put this worker process in its own session, as Ray's workers are: with Linux's autogroup
+    scheduling (the default) all processes of one session share one CPU share, so workers left
+    in the caller's session get no more CPU than one process while other sessions keep the
+    cores busy."""
     if hasattr(os, "setsid"):
         try:
             os.setsid()
         except OSError:
             pass  # already a session leader
+
+
+def _init_worker(job: EvalJob, ready: threading.Barrier | None = None) -> None:
+    global _WORKER
+    own_session()
     _WORKER = Worker(job)
     if ready is not None:
         # every worker loads its model before any takes work: otherwise the first one up takes

@@ -242,7 +242,9 @@ def sweep(
 
         entries = run_tasks(evaluate_config, calls, max(workers, 1), ray_address, bar.update)
     elif workers > 1:
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        with ProcessPoolExecutor(
+            workers, mp_context=get_context("spawn"), initializer=engine.own_session
+        ) as pool:
             futures = [pool.submit(evaluate_config, *call) for call in calls]
             entries = []
             for future in futures:
