@@ -153,10 +153,9 @@ _WORKER: Worker | None = None
 
 
 def own_session() -> None:
-    """Put this worker process in its own session, as Ray's workers are: with Linux's autogroup
-    scheduling (the default) all processes of one session share one CPU share, so workers left
-    in the caller's session get no more CPU than one process while other sessions keep the
-    cores busy."""
+    """Put this worker process in its own session: with Linux's autogroup scheduling (the
+    default) the processes of one session share one CPU share, so workers left in the caller's
+    session got no more CPU than one process while other sessions kept the cores busy."""
     if hasattr(os, "setsid"):
         try:
             os.setsid()
