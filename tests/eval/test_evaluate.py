@@ -155,3 +155,22 @@ def test_unreadable_image_is_named(eval_dir: dict[str, Any], tmp_path: Any) -> N
         main(["eval", eval_dir["paths"]["int8"], "--data", str(data), "--quiet"])
     with pytest.raises(SystemExit, match="eval failed: rknn_init failed"):
         main(["eval", str(data / "b.png"), "--data", str(data), "--quiet"])
+
+
+def test_plot_needs_matplotlib(eval_dir: dict[str, Any], tmp_path: Any) -> None:
+    result = evaluate(
+        eval_dir["models"]["int8"],
+        eval_dir["data"],
+        reference=eval_dir["onnx"],
+        limit=4,
+        progress=False,
+    )
+    target = tmp_path / "cos.png"
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert result.plot(target) is False and not target.exists()
+    else:
+        assert result.plot(target) is True and target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    no_reference = evaluate(eval_dir["models"]["int8"], eval_dir["data"], limit=2, progress=False)
+    assert no_reference.plot(tmp_path / "none.png") is False
