@@ -1,4 +1,4 @@
-"""`rknnrt` command line: convert, info, run, bench, perf.
+"""`rknnrt` command line: convert, info, run, bench, perf, eval, sweep.
 
 Models given as .onnx are converted on the fly (float, rk3588 unless --target says otherwise);
 `rknnrt run` with no model converts and runs the bundled default CNN.
@@ -19,6 +19,7 @@ import numpy as np
 from . import api as rk
 from .capi import sdk as capi_sdk
 from .core import registry
+from .evaluation import commands as evaluation_commands
 from .toolkit import RKNN, samples
 
 _NP_TYPES = {
@@ -407,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_perf)
 
     capi_sdk.register(sub)
+    evaluation_commands.add_parsers(sub)  # eval, sweep
     return parser
 
 
