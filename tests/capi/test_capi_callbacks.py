@@ -9,7 +9,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import C_DIR
+from .conftest import C_DIR
 
 import rknnrt as rk
 from rknnrt.capi.callbacks import CustomOpCallbacks, tensor_of

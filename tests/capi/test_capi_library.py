@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_PATH, board_env
+from .conftest import CLEAN_PATH, board_env
 
 import rknnrt as rk
 from rknnrt.capi import build
