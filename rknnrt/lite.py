@@ -105,8 +105,9 @@ class RKNNLite:
         self._query(cmd, attr)
         return attr
 
-    def _prepare(self, inputs: Sequence[np.ndarray] | np.ndarray,
-                 data_format: str | Sequence[str] | None) -> tuple[list[np.ndarray], list[int]]:  # fmt: skip
+    def _prepare(
+        self, inputs: Sequence[np.ndarray] | np.ndarray, data_format: str | Sequence[str] | None
+    ) -> tuple[list[np.ndarray], list[int]]:
         """The arrays as the runtime takes them, and each one's rknn_tensor_format."""
         if isinstance(inputs, np.ndarray):
             inputs = [inputs]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -316,7 +316,8 @@ class RKNN:
 
     @_reported
     def init_runtime(self, target=None, device_id=None, perf_debug=False, eval_mem=False,
-                     async_mode=False, core_mask=0, fallback_prior_device="cpu") -> None:  # fmt: skip
+                     async_mode=False, core_mask=0,
+                     fallback_prior_device="cpu") -> None:  # fmt: skip
         model = self.model_bytes()
         self._release_runtime()
         platform = self._config["target_platform"] if self._built is not None else None
