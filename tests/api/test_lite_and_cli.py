@@ -72,7 +72,7 @@ def test_cli_run_default_model(capsys) -> None:
     rknn = RKNN()
     rknn.config(mean_values=[[123.675, 116.28, 103.53]], std_values=[[58.395, 57.12, 57.375]])
     rknn.load_onnx(default_model())
-    rknn.build()
+    rknn.build(do_quantization=False)
     lite_model = rknn.model_bytes()
     lite = RKNNLite()
     lite._model = lite_model

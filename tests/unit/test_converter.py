@@ -27,7 +27,7 @@ def _build(model: onnx.ModelProto, **config: object) -> tuple[RKNN, int]:
     rknn = RKNN()
     assert rknn.config(**config) == 0, rknn.last_error
     assert rknn.load_onnx(model) == 0, rknn.last_error
-    return rknn, rknn.build()
+    return rknn, rknn.build(do_quantization=False)
 
 
 def _two_io_model() -> onnx.ModelProto:
@@ -74,7 +74,7 @@ def test_two_inputs_two_outputs_identity_and_dropout_removed() -> None:
     rknn.config(float_dtype="float32")
     assert rknn.load_onnx(_two_io_model(), inputs=["x", "y"],
                           input_size_list=[[1, 4], [1, 4]]) == 0  # fmt: skip
-    assert rknn.build() == 0, rknn.last_error
+    assert rknn.build(do_quantization=False) == 0, rknn.last_error
     blob = rknn.model_bytes()
     meta = _meta(blob)
     assert [(t.name, t.shape, t.layout) for t in meta.inputs] == [
@@ -88,7 +88,7 @@ def test_outputs_cut_the_graph() -> None:
     rknn = RKNN()
     rknn.config(float_dtype="float32")
     assert rknn.load_onnx(default_model(), outputs=["res2"]) == 0
-    assert rknn.build() == 0, rknn.last_error
+    assert rknn.build(do_quantization=False) == 0, rknn.last_error
     meta = _meta(rknn.model_bytes())
     assert [(t.name, t.shape) for t in meta.outputs] == [("res2", [1, 16, 32, 32])]
     assert RKNN().load_onnx(default_model(), outputs=["nope"]) == -1
@@ -206,6 +206,6 @@ def test_unexpected_errors_still_return_minus_one(monkeypatch, capsys) -> None:
     monkeypatch.setattr(lower, "lower", broken)
     rknn = RKNN()
     assert rknn.load_onnx(default_model()) == 0
-    assert rknn.build() == -1
+    assert rknn.build(do_quantization=False) == -1
     assert rknn.last_error == "internal error: ZeroDivisionError: boom"
     assert "E build: internal error: ZeroDivisionError: boom" in capsys.readouterr().err
