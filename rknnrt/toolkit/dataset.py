@@ -109,10 +109,10 @@ def load(dataset: str | os.PathLike | Iterable, specs: Sequence[InputSpec],
         base = os.path.dirname(os.path.abspath(name))
         resized: list[str] = []
         for number, paths in lines[:limit]:
-            where = f"dataset {name!r} line {number}"
+            where = f"dataset line {number} ({name})"
             if len(paths) != len(specs):
-                raise ConversionError(f"{where}: {len(paths)} files for a model with "
-                                      f"{len(specs)} inputs")  # fmt: skip
+                raise ConversionError(f"dataset line {number} has {len(paths)} files for "
+                                      f"{len(specs)} inputs ({name})")  # fmt: skip
             try:
                 samples.append(read_file_sample([resolve(p, base) for p in paths], specs,
                                                 rgb2bgr, resized.append))  # fmt: skip

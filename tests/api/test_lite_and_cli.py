@@ -116,5 +116,5 @@ def test_cli_convert_info_run_bench(tmp_path, capsys, default_onnx) -> None:
     assert cli.main(["info", str(half)]) == 0
     info = capsys.readouterr().out
     assert "fmt=NHWC, type=FP16" in info and "total_weight_size=7840" in info
-    with pytest.raises(SystemExit, match="conversion failed: .*rk9999"):
-        cli.main(["convert", str(onnx_path), "--target", "rk9999"])
+    assert cli.main(["convert", str(onnx_path), "--target", "rk9999"]) == 1  # no traceback
+    assert "E config: target_platform 'rk9999'" in capsys.readouterr().err
