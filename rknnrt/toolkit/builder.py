@@ -52,6 +52,15 @@ def upgrade_opset(model: onnx.ModelProto) -> onnx.ModelProto:
     return converted
 
 
+def drop_io_value_info(model: onnx.ModelProto) -> None:
+    """Remove value_info entries that repeat a graph input or output (some exporters write
+    them; they would pin the type of an output that quantisation changes)."""
+    io = {v.name for v in model.graph.input} | {v.name for v in model.graph.output}
+    keep = [v for v in model.graph.value_info if v.name not in io]
+    del model.graph.value_info[:]
+    model.graph.value_info.extend(keep)
+
+
 def prepare(model: onnx.ModelProto, config: dict[str, Any], do_quantization: bool,
             rknn_batch_size: int | None) -> tuple[onnx.ModelProto, list | None]:  # fmt: skip
     """The optimised float graph (batch and shape sets applied) and the shape sets."""

@@ -101,6 +101,7 @@ class RKNN:
     def _loaded(self, proto: onnx.ModelProto, name: str, inputs=None, input_size_list=None,
                 outputs=None) -> None:  # fmt: skip
         proto = builder.upgrade_opset(proto)
+        builder.drop_io_value_info(proto)
         dynamic = bool(self._config["dynamic_input"]) and input_size_list is None
         onnx_import.set_inputs(proto, inputs, input_size_list, allow_dynamic=dynamic)
         onnx_import.set_outputs(proto, outputs)
@@ -408,7 +409,7 @@ class RKNN:
         sample = [np.repeat(x, s.shape[0] // x.shape[0], 0) if x.shape[0] != s.shape[0] else x
                   for x, s in zip(sample, specs)]  # fmt: skip
         accuracy.run(built.float_program, built.program, sample, built.tensor_qparams,
-                     built.io_qparams, os.fspath(output_dir))  # fmt: skip
+                     built.io_qparams, os.fspath(output_dir or "./snapshot"))  # fmt: skip
 
     @_reported
     def codegen(self, output_path, inputs=None, overwrite=False) -> None:
