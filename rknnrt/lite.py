@@ -44,6 +44,7 @@ class RKNNLite:
         self._ctx = rk.rknn_context(0)
         self._n_inputs = self._n_outputs = 0
         self._input_ranks: list[int] = []
+        self._input_types: list[int] = []
         self._dynamic = False
         self._current_shapes: list[tuple[int, ...]] | None = None
 
@@ -79,8 +80,9 @@ class RKNNLite:
         num = rk.rknn_input_output_num()
         self._query(rk.RKNN_QUERY_IN_OUT_NUM, num)
         self._n_inputs, self._n_outputs = num.n_input, num.n_output
-        self._input_ranks = [self._attr(rk.RKNN_QUERY_INPUT_ATTR, i).n_dims
-                             for i in range(self._n_inputs)]  # fmt: skip
+        attrs = [self._attr(rk.RKNN_QUERY_INPUT_ATTR, i) for i in range(self._n_inputs)]
+        self._input_ranks = [a.n_dims for a in attrs]
+        self._input_types = [a.type for a in attrs]
         dyn = rk.rknn_input_range(index=0)
         self._dynamic = self._query(rk.RKNN_QUERY_INPUT_DYNAMIC_RANGE, dyn, quiet=True) == 0 \
             and dyn.shape_number > 0  # fmt: skip
@@ -127,13 +129,24 @@ class RKNNLite:
                 raise ValueError(f"data_format '{fmt}' of input {i} is not 'nhwc' or 'nchw'")
             if self._input_ranks[i] == 4 and x.ndim == 3:
                 x = x[np.newaxis]  # one image: HWC (or CHW with 'nchw')
-            if x.dtype not in _TYPES:
-                if x.dtype.kind not in "fiub":
-                    raise ValueError(f"input {i} has dtype {x.dtype}, not a number type")
-                x = x.astype(np.float32)
+            if x.dtype.kind not in "fiub":
+                raise ValueError(f"input {i} has dtype {x.dtype}, not a number type")
+            x = x.astype(self._feed_dtype(i, x.dtype), copy=False)
             prepared.append(np.ascontiguousarray(x))
             fmts.append(_FORMATS[name] if x.ndim == 4 else rk.RKNN_TENSOR_UNDEFINED)
         return prepared, fmts
+
+    def _feed_dtype(self, index: int, dtype: np.dtype) -> np.dtype:
+        """The vendor converts what the runtime would refuse: an integer model input gets its
+        own type; any other input takes float32, float16, uint8 or int8 as given, else float32."""
+        model_type = self._input_types[index]
+        integer = {rk.RKNN_TENSOR_INT32: np.int32, rk.RKNN_TENSOR_INT64: np.int64,
+                   rk.RKNN_TENSOR_BOOL: np.bool_, rk.RKNN_TENSOR_INT16: np.int16}  # fmt: skip
+        if model_type in integer:
+            return np.dtype(integer[model_type])
+        if dtype in (np.float32, np.float16, np.uint8, np.int8):
+            return np.dtype(dtype)
+        return np.dtype(np.float32)
 
     def _choose_shapes(self, arrays: list[np.ndarray], fmts: list[int]) -> None:
         """Dynamic-shape models: the shape set matching the arrays (NHWC dims for 4-D)."""
