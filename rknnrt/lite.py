@@ -138,13 +138,16 @@ class RKNNLite:
 
     def _feed_dtype(self, index: int, dtype: np.dtype) -> np.dtype:
         """The vendor converts what the runtime would refuse: an integer model input gets its
-        own type; any other input takes float32, float16, uint8 or int8 as given, else float32."""
+        own type; any other input takes what the runtime accepts as given, else float32."""
         model_type = self._input_types[index]
         integer = {rk.RKNN_TENSOR_INT32: np.int32, rk.RKNN_TENSOR_INT64: np.int64,
                    rk.RKNN_TENSOR_BOOL: np.bool_, rk.RKNN_TENSOR_INT16: np.int16}  # fmt: skip
         if model_type in integer:
             return np.dtype(integer[model_type])
-        if dtype in (np.float32, np.float16, np.uint8, np.int8):
+        accepted = (np.float32, np.float16, np.uint8, np.int8) \
+            if model_type in (rk.RKNN_TENSOR_INT8, rk.RKNN_TENSOR_UINT8) \
+            else (np.float32, np.float16, np.uint8)  # fmt: skip
+        if dtype in accepted:
             return np.dtype(dtype)
         return np.dtype(np.float32)
 
