@@ -216,7 +216,8 @@ def write(output_dir: str, errors: Sequence[TensorError], golden: dict, simulate
     for e in errors:
         label = f"[{e.op_type}] {e.name}"
         entire = _cell(e.entire)
-        lines.append(f"{label:<27}{entire:<18}{_cell(e.single) if entire else ''}".rstrip())
+        single = _cell(e.single) if entire else ""
+        lines.append(f"{label:<26} {entire:<18} {single}".rstrip())
     path = os.path.join(output_dir, "error_analysis.txt")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -54,11 +54,13 @@ def parse_cfg(text: str, source: str = "cfg") -> dict[str, Any]:
         body = line.strip()
         if pending is not None:
             p_indent, p_parent, p_key = pending
-            if indent > p_indent:
-                p_parent[p_key] = [] if body.startswith("- ") or body == "-" else {}
+            item = body.startswith("-")
+            if indent > p_indent or (item and indent == p_indent):  # YAML allows both
+                p_parent[p_key] = [] if item else {}
                 stack.append((indent, p_parent[p_key]))
             pending = None
-        while stack and indent < stack[-1][0]:
+        while stack and (indent < stack[-1][0] or (
+                isinstance(stack[-1][1], list) and not body.startswith("-"))):  # fmt: skip
             stack.pop()
         if not stack:
             raise ConversionError(f"{source} line {number}: bad indentation")
@@ -132,8 +134,12 @@ def read_cfg(path: str) -> tuple[list[str], dict[str, tuple[float, int]]]:
     bad = {k: v for k, v in layers.items() if v not in ("float16", "float32")}
     if bad:
         raise ConversionError(f"{path}: custom_quantize_layers may only say float16: {bad}")
+    params = cfg.get("quantize_parameters") or {}
+    if not isinstance(params, dict):
+        raise ConversionError(f"{path}: quantize_parameters must map tensor names to their "
+                              "parameters")  # fmt: skip
     overrides = {}
-    for name, fields in (cfg.get("quantize_parameters") or {}).items():
+    for name, fields in params.items():
         if not isinstance(fields, dict) or fields.get("dtype") != "int8":
             continue
         try:
