@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,7 +52,8 @@ def export(torch: Any, module: Any, sizes: list[list[int]]) -> onnx.ModelProto:
     names = [f"input{k}" for k in range(len(sizes))]
     buffer = io.BytesIO()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's notes are not the user's concern
             torch.onnx.export(module, args, buffer, input_names=names,
                               opset_version=EXPORT_OPSET, dynamo=False)  # fmt: skip
     except TypeError:  # exporters without the dynamo switch
