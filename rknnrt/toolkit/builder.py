@@ -116,6 +116,9 @@ def calibration_samples(prepared: onnx.ModelProto, config: dict[str, Any], datas
     """The dataset read for `prepared`'s inputs and normalised with mean/std; samples of
     batch 1 are repeated to fill a multi-batch model's batch."""
     specs = input_specs(prepared)
+    if config["dynamic_input"]:  # symbolic dims: calibrate at the first shape set
+        specs = [datasets.InputSpec(s.name, tuple(int(d) for d in shape))
+                 for s, shape in zip(specs, config["dynamic_input"][0])]  # fmt: skip
     single = [datasets.InputSpec(s.name, (1, *s.shape[1:]) if s.shape else s.shape)
               for s in specs]  # fmt: skip
     rgb2bgr = [bool(v) for v in (config["quant_img_RGB2BGR"]
@@ -149,8 +152,6 @@ def compile_model(
     float_dtype, tensor_qparams = config["float_dtype"], {}
     try:
         if samples is not None:
-            if config["dynamic_input"] and not getattr(quantize, "DYNAMIC_INT8", False):
-                raise ConversionError("dynamic_input with do_quantization is not supported yet")
             kwargs = {"progress": progress} if progress is not None else {}
             quantized = quantize.quantize_model(
                 prepared, samples, algorithm=config["quantized_algorithm"],

@@ -55,19 +55,20 @@ def to_model_layout(array: np.ndarray, spec: InputSpec) -> np.ndarray:
 
 def read_image(path: str, spec: InputSpec, rgb2bgr: bool,
                warn: Callable[[str], None]) -> np.ndarray:  # fmt: skip
-    """An image file as a (1, C, H, W) float32 array for a 4-D NCHW input."""
-    if len(spec.shape) != 4 or spec.shape[1] != 3:
-        raise ValueError(f"input '{spec.name}' {list(spec.shape)} is not a 3-channel image "
-                         "input; give a .npy file")  # fmt: skip
-    h, w = spec.shape[2], spec.shape[3]
+    """An image file as a (1, C, H, W) float32 array for a 4-D NCHW input (RGB, or gray for a
+    1-channel input)."""
+    if len(spec.shape) != 4 or spec.shape[1] not in (1, 3):
+        raise ValueError(f"input '{spec.name}' {list(spec.shape)} is not an image input (1 or "
+                         "3 channels, NCHW); give a .npy file")  # fmt: skip
+    h, w, gray = spec.shape[2], spec.shape[3], spec.shape[1] == 1
     try:
-        raw = images.load_image(path, None, rgb2bgr)
+        raw = images.load_image(path, None, rgb2bgr, gray)
+        if raw.shape[:2] != (h, w):
+            warn(f"image {path!r} is {raw.shape[1]}x{raw.shape[0]}, input '{spec.name}' wants "
+                 f"{w}x{h}: resized (bilinear)")  # fmt: skip
+            raw = images.load_image(path, (h, w), rgb2bgr, gray)
     except images.ImageError as exc:
         raise ValueError(str(exc)) from None
-    if raw.shape[:2] != (h, w):
-        warn(f"image {path!r} is {raw.shape[1]}x{raw.shape[0]}, input '{spec.name}' wants "
-             f"{w}x{h}: resized (bilinear)")  # fmt: skip
-        raw = images.load_image(path, (h, w), rgb2bgr)
     return np.ascontiguousarray(raw.transpose(2, 0, 1)[np.newaxis], np.float32)
 
 
