@@ -211,13 +211,16 @@ class RKNN:
         """Worst single-layer cosine per node name over a few samples."""
         producer = {o: n.name for n in built.float_program.graph.node for o in n.output}
         worst: dict[str, float] = {}
-        for sample in samples[:4]:
+        shown = samples[:4]
+        for k, sample in enumerate(shown):
+            sys.stderr.write(f"\rI hybrid analysis {k + 1}/{len(shown)}")
             errors, _, _ = accuracy.analyse(built.float_program, built.program, sample,
                                             built.tensor_qparams, built.io_qparams)  # fmt: skip
             for e in errors:
                 if e.single is not None and e.name in producer:
                     node = producer[e.name]
                     worst[node] = min(worst.get(node, 1.0), e.single[0])
+        sys.stderr.write("\n")
         return worst
 
     def _auto_hybrid_layers(self, prepared, samples) -> list[str]:
