@@ -23,7 +23,7 @@ import tempfile
 import numpy as np
 import onnx
 
-from tests.toolkit2.models import Graph
+from tests.toolkit2.models import Graph, ocr_det_like
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -57,7 +57,7 @@ def copyMakeBorder(img, top, bottom, left, right, border_type, value=None):
 BORDER_CONSTANT = 0
 '''
 
-TORCHVISION_SHIM = '''"""torchvision.models stand-in: resnet18() is a small network with ResNet-18's interface."""
+TORCHVISION_SHIM = '''"""torchvision.models stand-in: resnet18() is a small net with ResNet-18's interface."""
 import torch
 class _Net(torch.nn.Module):
     def __init__(self):
@@ -81,8 +81,10 @@ def classifier(size: int = 224, classes: int = 1000, seed: int = 0) -> onnx.Mode
     x = g.node("Relu", [g.conv(x, "c2", 16, 32, stride=4)], "r2")
     x = g.node("Flatten", [g.node("GlobalAveragePool", [x], "gap")], "flat")
     w = g.const("fc.w", (g.rng.randn(32, classes) * 0.5).astype(np.float32))
-    g.node("MatMul", [x, w], "logits")
-    return g.model([("data", [1, 3, size, size])], ["logits"], opset=11, name="classifier")
+    # resnet50v2.onnx's output name: the accuracy_analysis example reads its snapshot file
+    g.node("MatMul", [x, w], "resnetv24_dense0_fwd")
+    return g.model([("data", [1, 3, size, size])], ["resnetv24_dense0_fwd"], opset=11,
+                   name="classifier")
 
 
 def yolov5_heads(size: int = 640, seed: int = 1) -> onnx.ModelProto:
@@ -126,12 +128,10 @@ EXAMPLES = {
 }  # fmt: skip
 
 
-def _export(git_dir: str, folder: str, dest: str) -> None:
-    """The examples tree holding `folder` (siblings too, for '../../caffe/...' paths) into
-    `dest`; blobs the mirror lacks (large files) are left out."""
-    top = folder.split("/examples/")[0] + "/examples"
+def _export(git_dir: str, tops: list[str], dest: str) -> None:
+    """The trees `tops` into `dest`; blobs the mirror lacks (large files) are left out."""
     git = ["git", f"--git-dir={git_dir}"]
-    listing = subprocess.run([*git, "ls-tree", "-r", "HEAD", top], check=True,
+    listing = subprocess.run([*git, "ls-tree", "-r", "HEAD", *tops], check=True,
                              capture_output=True, text=True).stdout  # fmt: skip
     entries = [line.split(None, 3) for line in listing.splitlines()]
     batch = subprocess.Popen([*git, "cat-file", "--batch"], stdin=subprocess.PIPE,
@@ -163,12 +163,18 @@ def _lite_model(path: str) -> None:
     rknn.export_rknn(path)
 
 
-def replay(git_dir: str, folder: str, script: str, substitutes: dict, timeout: int) -> tuple:
+def replay(git_dir: str, folder: str, script: str, substitutes: dict, timeout: int,
+           tops: list[str] | None = None, commands: list[list[str]] | None = None) -> tuple:
+    """Run `script` (or each of `commands`) in the exported `folder`; the last outcome."""
     with tempfile.TemporaryDirectory(prefix="replay_") as tmp:
-        _export(git_dir, folder, tmp)
-        work = os.path.join(tmp, folder)
+        # the examples tree holding `folder` (siblings too, for '../../caffe/...' paths)
+        # the model zoo's demos find their helpers by a folder named rknn_model_zoo
+        base = os.path.join(tmp, "rknn_model_zoo") if tops else tmp
+        _export(git_dir, tops or [folder.split("/examples/")[0] + "/examples"], base)
+        work = os.path.join(base, folder)
         for name, build in substitutes.items():
             target = os.path.join(work, name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
             if os.path.exists(target) and os.path.getsize(target) > 1024:
                 continue  # the repository's own file is there: use it
             if build == "lite":
@@ -183,29 +189,60 @@ def replay(git_dir: str, folder: str, script: str, substitutes: dict, timeout: i
             f.write("from . import models\n")
         with open(os.path.join(shims, "torchvision", "models.py"), "w") as f:
             f.write(TORCHVISION_SHIM)
-        path = os.path.join(work, script)
-        with open(path) as f:
-            source = f.read()
-        source = source.replace("from rknn.api import RKNN", "from rknnrt.toolkit import RKNN")
-        source = source.replace("from rknnlite.api import RKNNLite",
-                                "from rknnrt.lite import RKNNLite")  # fmt: skip
-        with open(path, "w") as f:
-            f.write(source)
-        env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{shims}", MPLBACKEND="Agg")
-        try:
-            done = subprocess.run([sys.executable, script], cwd=work, env=env, timeout=timeout,
-                                  capture_output=True, text=True)  # fmt: skip
-        except subprocess.TimeoutExpired:
-            return "timeout", ""
-        lines = [line for line in (done.stdout + done.stderr).splitlines()
-                 if line.strip() and "calibrating" not in line]  # fmt: skip
-        return done.returncode, "\n      ".join(lines[-4:])
+        commands = commands or [[script]]
+        for name in {c[0] for c in commands} | {"../../../py_utils/rknn_executor.py"}:
+            path = os.path.normpath(os.path.join(work, name))
+            if not os.path.exists(path):
+                continue
+            with open(path) as f:
+                source = f.read()
+            source = source.replace("from rknn.api import RKNN",
+                                    "from rknnrt.toolkit import RKNN")  # fmt: skip
+            source = source.replace("from rknnlite.api import RKNNLite",
+                                    "from rknnrt.lite import RKNNLite")  # fmt: skip
+            with open(path, "w") as f:
+                f.write(source)
+        env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{shims}{os.pathsep}{tmp}",
+                   MPLBACKEND="Agg")  # fmt: skip
+        outcome: tuple = ("not run", "")
+        for command in commands:
+            try:
+                done = subprocess.run([sys.executable, *command], cwd=work, env=env,
+                                      timeout=timeout, capture_output=True, text=True)  # fmt: skip
+            except subprocess.TimeoutExpired:
+                return "timeout", " ".join(command)
+            lines = [line for line in (done.stdout + done.stderr).splitlines()
+                     if line.strip() and "calibrating" not in line]  # fmt: skip
+            outcome = (done.returncode, "\n      ".join([" ".join(command), *lines[-4:]]))
+            if done.returncode != 0:
+                break
+        return outcome
+
+
+# rknn_model_zoo: folder -> (trees to export, {file: builder}, commands run in python/)
+ZOO = {
+    "examples/yolov5/python": (
+        ["examples/yolov5", "py_utils", "datasets/COCO"],
+        {"../model/yolov5s.onnx": yolov5_heads},
+        [["convert.py", "../model/yolov5s.onnx", "rk3588", "i8", "../model/yolov5.rknn"],
+         ["yolov5.py", "--model_path", "../model/yolov5.rknn", "--target", "rk3588",
+          "--img_save"]],
+    ),
+    "examples/PPOCR/PPOCR-Det/python": (
+        ["examples/PPOCR/PPOCR-Det", "py_utils", "datasets/PPOCR"],
+        {"../model/ppocrv4_det.onnx": lambda: ocr_det_like(480)},
+        [["convert.py", "../model/ppocrv4_det.onnx", "rk3588", "i8",
+          "../model/ppocrv4_det.rknn"]],
+    ),
+}  # fmt: skip
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("git_dir", nargs="?",
                         default="/work/.mirror/airockchip+rknn-toolkit2/repo")  # fmt: skip
+    parser.add_argument("--zoo", default="/work/.mirror/airockchip+rknn_model_zoo/repo",
+                        help="a clone of airockchip/rknn_model_zoo ('' to skip)")
     parser.add_argument("--only", help="run the examples whose folder contains this")
     parser.add_argument("--timeout", type=int, default=600)
     args = parser.parse_args()
@@ -214,6 +251,11 @@ def main() -> int:
             continue
         rc, tail = replay(args.git_dir, folder, script, subs, args.timeout)
         print(f"{folder}/{script}: exit {rc}\n      {tail}", flush=True)
+    for folder, (tops, subs, commands) in ZOO.items() if args.zoo else ():
+        if args.only and args.only not in folder:
+            continue
+        rc, tail = replay(args.zoo, folder, "", subs, args.timeout, tops, commands)
+        print(f"model zoo {folder}: exit {rc}\n      {tail}", flush=True)
     return 0
 
 

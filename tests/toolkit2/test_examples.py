@@ -13,8 +13,16 @@ import pytest
 from rknnrt.lite import RKNNLite
 from rknnrt.toolkit import RKNN
 
-from .models import (Graph, cosine, ocr_det_like, run_onnx, smooth_images, tiny_cnn,
-                     write_images, yolo_like)  # fmt: skip
+from .models import (
+    Graph,
+    cosine,
+    ocr_det_like,
+    run_onnx,
+    smooth_images,
+    tiny_cnn,
+    write_images,  # fmt: skip
+    yolo_like,
+)
 
 pytest.importorskip("PIL", reason="the examples read images (Pillow, the images extra)")
 
