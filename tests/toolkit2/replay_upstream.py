@@ -57,7 +57,7 @@ def copyMakeBorder(img, top, bottom, left, right, border_type, value=None):
 BORDER_CONSTANT = 0
 '''
 
-TORCHVISION_SHIM = '''"""torchvision.models stand-in: resnet18() is a small net with ResNet-18's interface."""
+TORCHVISION_SHIM = '''"""torchvision.models stand-in: a small resnet18()."""
 import torch
 class _Net(torch.nn.Module):
     def __init__(self):
