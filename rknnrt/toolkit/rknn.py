@@ -68,7 +68,7 @@ class RKNN:
         self._config: dict[str, Any] = dict(configuration.DEFAULTS)
         self._configured = False
         self._onnx: onnx.ModelProto | None = None
-        self._name = ""
+        self._name = self._file_stem = ""
         self._built: builder.Built | None = None
         self._rknn: bytes | None = None  # a model file given to load_rknn
         self._sim: Simulation | None = None
@@ -107,6 +107,7 @@ class RKNN:
         onnx_import.set_outputs(proto, outputs)
         self._onnx = proto if dynamic else onnx_import.complete_outputs(proto)
         self._name = self._onnx.graph.name or name
+        self._file_stem = name  # hybrid step 1's files are named after the model file
         self._built, self._rknn = None, None
 
     @staticmethod
@@ -255,7 +256,7 @@ class RKNN:
             picks = [n for n in ranked if errors[n] < self._config["auto_hybrid_cos_thresh"]]
             picks += ranked[: level] if level else []
             layers += [n for n in picks if n not in layers]
-        stem = self._name
+        stem = self._file_stem if self._file_stem not in ("model", "") else self._name
         hybrid.write_model(f"{stem}.model", prepared, self._config)
         hybrid.write_data(f"{stem}.data", samples)
         with open(f"{stem}.quantization.cfg", "w") as f:
