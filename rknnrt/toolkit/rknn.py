@@ -23,7 +23,7 @@ from . import config as configuration
 from . import dataset as datasets
 from .errors import ConversionError
 from .loaders import others, pytorch, tensorflow
-from .simulation import Simulation
+from .simulation import RuntimeReported, Simulation
 
 TOOLKIT_VERSION = builder.TOOLKIT_VERSION
 
@@ -39,7 +39,8 @@ def _reported(method: Callable[..., Any]) -> Callable[..., Any]:
             value = method(self, *args, **kwargs)
         except ConversionError as exc:
             self.last_error = str(exc)
-            sys.stderr.write(f"E {method.__name__}: {exc}\n")
+            if not isinstance(exc, RuntimeReported):  # else the runtime printed its E line
+                sys.stderr.write(f"E {method.__name__}: {exc}\n")
             return failure
         except Exception as exc:  # a converter bug: still the vendor's failure value, say so
             self.last_error = f"internal error: {type(exc).__name__}: {exc}"
@@ -348,7 +349,7 @@ class RKNN:
                   get_frame_id=False) -> list[np.ndarray]:  # fmt: skip
         out = self._runtime().inference(inputs, data_format, inputs_pass_through)
         if out is None:
-            raise ConversionError("inference failed (see the E RKNN line above)")
+            raise RuntimeReported("inference failed")
         return out
 
     @_value

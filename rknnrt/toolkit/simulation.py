@@ -18,6 +18,10 @@ from ..model import targets
 from .errors import ConversionError
 
 
+class RuntimeReported(ConversionError):
+    """The runtime failed and already printed its `E RKNN:` line: no second line."""
+
+
 class Simulation:
     """One initialised runtime over one model file."""
 
@@ -39,7 +43,7 @@ class Simulation:
             async_mode=async_mode, core_mask=core_mask, perf_debug=perf_debug
         ):  # the runtime logged the reason
             self.lite.release()
-            raise ConversionError("the runtime could not load the model (see the E RKNN line)")
+            raise RuntimeReported("the runtime could not load the model")
         self._last_inputs: list[np.ndarray] | None = None
         self._last_format: Any = None
 
@@ -58,12 +62,12 @@ class Simulation:
         try:
             if probe.load_rknn(self.model) or probe.init_runtime(core_mask=self.core_mask,
                                                                  perf_debug=True):  # fmt: skip
-                raise ConversionError("the runtime could not load the model for profiling")
+                raise RuntimeReported("the runtime could not load the model for profiling")
             inputs, fmt = self._last_inputs, self._last_format
             if inputs is None:
                 inputs, fmt = [np.zeros(s, np.float32) for s, _ in probe.input_shapes()], None
             if probe.inference(inputs, data_format=fmt) is None:
-                raise ConversionError("the profiling run failed (see the E RKNN line)")
+                raise RuntimeReported("the profiling run failed")
             table, total = probe.perf_detail(), probe.perf_run_us()
             if table is None or total is None:
                 raise ConversionError("the runtime gave no performance data")

@@ -159,3 +159,19 @@ def test_reg_custom_op_records_and_build_says_why(capsys) -> None:
     assert rknn.build(do_quantization=False) == -1
     assert "custom op(s) ['cstSoftplus']" in rknn.last_error
     assert "cannot run custom operators yet" in rknn.last_error
+
+
+def test_runtime_failures_print_one_line(built: RKNN, tmp_path, capsys) -> None:
+    assert built.init_runtime() == 0
+    capsys.readouterr()
+    assert built.inference([np.zeros((1, 9, 9, 3), np.float32)]) is None  # wrong shape
+    err = capsys.readouterr().err
+    assert len([line for line in err.splitlines() if line.startswith("E ")]) == 1
+    assert "inference failed" in built.last_error
+    (tmp_path / "broken.rknnrt").write_bytes(built.model_bytes()[:100])
+    broken = RKNN()
+    assert broken.load_rknn(str(tmp_path / "broken.rknnrt")) == 0
+    assert broken.init_runtime() == -1
+    err = capsys.readouterr().err
+    assert len([line for line in err.splitlines() if line.startswith("E ")]) == 1
+    assert "E RKNN:" in err
