@@ -22,7 +22,7 @@ from . import accuracy, builder, codegen, hybrid, onnx_import
 from . import config as configuration
 from . import dataset as datasets
 from .errors import ConversionError
-from .loaders import others, pytorch, tensorflow
+from .loaders import darknet, others, pytorch, tensorflow
 from .simulation import RuntimeReported, Simulation
 
 TOOLKIT_VERSION = builder.TOOLKIT_VERSION
@@ -145,7 +145,7 @@ class RKNN:
 
     @_reported
     def load_darknet(self, model, weight) -> None:
-        others.refuse("Darknet", model, weight)
+        self._loaded(darknet.load(model, weight), self._stem(model, "darknet_model"))
 
     @_reported
     def load_rknn(self, path) -> None:

@@ -1,5 +1,5 @@
-"""`load_caffe` and `load_darknet`: no maintained converter to ONNX exists for these formats,
-and rknnrt has no reader of its own yet; both fail with a line saying what to do instead."""
+"""`load_caffe`: no maintained converter from Caffe to ONNX exists and rknnrt has no reader of
+its own yet; it fails with a line saying what to do instead."""
 
 from __future__ import annotations
 
