@@ -49,7 +49,7 @@ def convert(name: str, folder: Path) -> Path:
         rknn = RKNN()
         assert rknn.config(target_platform="rk3588", float_dtype="float32") == 0
         assert rknn.load_onnx(light(name)) == 0, rknn.last_error
-        assert rknn.build() == 0, rknn.last_error
+        assert rknn.build(do_quantization=False) == 0, rknn.last_error
         target.write_bytes(rknn.model_bytes())
     return target
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import os
 import sys
 import threading
 import time
@@ -20,7 +19,7 @@ from . import api as rk
 from .capi import sdk as capi_sdk
 from .core import registry
 from .evaluation import commands as evaluation_commands
-from .toolkit import RKNN, samples
+from .toolkit import RKNN, convert_cmd, samples
 
 _NP_TYPES = {
     rk.RKNN_TENSOR_FLOAT32: np.float32, rk.RKNN_TENSOR_FLOAT16: np.float16,
@@ -153,16 +152,6 @@ def _attr_line(a: rk.rknn_tensor_attr) -> str:
         f"fmt={rk.get_format_string(a.fmt)}, type={rk.get_type_string(a.type)}, "
         f"qnt_type={rk.get_qnt_type_string(a.qnt_type)}, zp={a.zp}, scale={a.scale:f}"
     )
-
-
-def cmd_convert(args: argparse.Namespace) -> int:
-    blob = _convert(args.model, args.target, args.mean, args.std, args.custom_string,
-                    args.float_dtype, args.dataset, args.algorithm)  # fmt: skip
-    out = args.output or os.path.splitext(args.model)[0] + ".rknnrt"
-    with open(out, "wb") as f:
-        f.write(blob)
-    print(f"wrote {out} ({len(blob)} bytes, target {args.target})")
-    return 0
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -355,28 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     target = {"default": "rk3588", "help": "target platform (default rk3588)"}
 
-    p = sub.add_parser("convert", help="convert an ONNX model to an rknnrt model file")
-    p.add_argument("model", help="ONNX model")
-    p.add_argument("-o", "--output", help="output file (default: MODEL.rknnrt)")
-    p.add_argument("--target", **target)
-    p.add_argument("--mean", help="mean values per channel, e.g. 123.675,116.28,103.53")
-    p.add_argument("--std", help="std values per channel, e.g. 58.395,57.12,57.375")
-    p.add_argument("--custom-string", help="string returned by RKNN_QUERY_CUSTOM_STRING")
-    p.add_argument(
-        "--float-dtype",
-        default="float16",
-        choices=["float16", "float32"],
-        help="unquantised models: float16 as on the NPU (default) or exact float32",
-    )
-    p.add_argument(
-        "--dataset",
-        help="quantise to int8 (w8a8), calibrating on this dataset file "
-        "(one line per sample, space-separated .npy paths)",
-    )
-    p.add_argument(
-        "--algorithm", default="normal", choices=["normal", "mmse"], help="quantisation algorithm"
-    )
-    p.set_defaults(func=cmd_convert)
+    convert_cmd.add_parser(sub)
 
     p = sub.add_parser("info", help="print what every query returns, as a board would")
     p.add_argument("model", help="rknnrt model file or ONNX model")

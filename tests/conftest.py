@@ -41,7 +41,7 @@ def _convert(onnx_model: onnx.ModelProto, **config: Any) -> bytes:
     rknn = RKNN()
     assert rknn.config(**config) == 0, rknn.last_error
     assert rknn.load_onnx(onnx_model) == 0, rknn.last_error
-    assert rknn.build() == 0, rknn.last_error
+    assert rknn.build(do_quantization=False) == 0, rknn.last_error
     return rknn.model_bytes()
 
 

@@ -23,8 +23,9 @@ def is_image_path(path: str | os.PathLike) -> bool:
 
 
 def load_image(path: str | os.PathLike, size: tuple[int, int] | None = None,
-               rgb2bgr: bool = False) -> np.ndarray:  # fmt: skip
-    """Read an image as a (H, W, 3) uint8 RGB array (BGR with `rgb2bgr`).
+               rgb2bgr: bool = False, gray: bool = False) -> np.ndarray:  # fmt: skip
+    """Read an image as a (H, W, 3) uint8 RGB array (BGR with `rgb2bgr`), or (H, W, 1) with
+    `gray` (for 1-channel inputs).
 
     `size` is (height, width): an image of another size is resized bilinearly, as the vendor's
     toolkit does for calibration images.
@@ -37,10 +38,12 @@ def load_image(path: str | os.PathLike, size: tuple[int, int] | None = None,
         ) from None
     try:
         with Image.open(os.fspath(path)) as im:
-            im = im.convert("RGB")
+            im = im.convert("L" if gray else "RGB")
             if size is not None and (im.height, im.width) != tuple(size):
                 im = im.resize((int(size[1]), int(size[0])), Image.BILINEAR)
             array = np.asarray(im, dtype=np.uint8)
     except (OSError, ValueError) as exc:
         raise ImageError(f"cannot read image {os.fspath(path)!r}: {exc}") from None
+    if gray:
+        return array[..., np.newaxis]
     return np.ascontiguousarray(array[..., ::-1]) if rgb2bgr else array

@@ -76,14 +76,28 @@ def _run_for_shapes(
     }
 
 
+# Operands onnxruntime must read at load time for shape inference (Resize scales, Reshape
+# shape, ...): by op type, the input positions that stay inline in the graph.
+_SHAPE_OPERANDS = {"Resize": (1, 2, 3), "Upsample": (1,), "Reshape": (1,), "Expand": (1,),
+                   "Tile": (1,), "Slice": (1, 2, 3, 4), "Pad": (1, 2, 3), "Split": (1,),
+                   "Squeeze": (1,), "Unsqueeze": (1,), "ConstantOfShape": (0,), "TopK": (1,),
+                   "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,), "ReduceMin": (1,)}
+
+
+def _shape_operands(model: onnx.ModelProto) -> set[str]:
+    return {node.input[k] for node in model.graph.node
+            for k in _SHAPE_OPERANDS.get(node.op_type, ()) if k < len(node.input)}  # fmt: skip
+
+
 def _externalize(model: onnx.ModelProto) -> tuple[bytes, list[WeightSpec]]:
     """Move the weights (float, int8 and int32 constants) into the blob."""
     blob = bytearray()
     specs = []
+    inline = _shape_operands(model)
     for tensor in model.graph.initializer:
         if tensor.data_type not in _WEIGHT_TYPES:
             continue
-        if tensor.name.endswith(_INLINE_SUFFIXES):
+        if tensor.name.endswith(_INLINE_SUFFIXES) or tensor.name in inline:
             continue
         array = numpy_helper.to_array(tensor)
         data = np.ascontiguousarray(array).tobytes()

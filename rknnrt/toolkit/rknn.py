@@ -1,7 +1,10 @@
-"""`RKNN`: the converter's user-facing class, shaped like the vendor's rknn-toolkit2 `RKNN`.
+"""`RKNN`: the converter's user-facing class, the rknn-toolkit2 2.5.0 surface signature for
+signature.
 
-Each method returns 0 on success and -1 on failure with one `E <method>:` line on stderr, as
-the vendor's toolkit does; `RKNN.last_error` keeps the message for programs.
+Methods return 0 on success and -1 on failure with one `E <method>:` line on stderr;
+`inference` returns a list of float32 arrays, `eval_perf` the table, `eval_memory` a dict,
+`get_sdk_version` a string, or None on failure, as the vendor's do. `RKNN.last_error` keeps the
+message for programs.
 """
 
 from __future__ import annotations
@@ -9,253 +12,418 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import onnx
 
-from ..model import container, targets
-from . import lower, onnx_import, passes, quantize
+from . import accuracy, builder, codegen, hybrid, onnx_import
+from . import config as configuration
+from . import dataset as datasets
 from .errors import ConversionError
+from .loaders import darknet, others, pytorch, tensorflow
+from .simulation import RuntimeReported, Simulation
 
-TOOLKIT_VERSION = "0.1.0"
-FLOAT_DTYPES = ("float16", "float32")  # float32: rknnrt's exact extension
-QUANTIZED_DTYPES = ("w8a8",)
-ALGORITHMS = ("normal", "mmse")
-METHODS = ("channel", "layer")
+TOOLKIT_VERSION = builder.TOOLKIT_VERSION
 
 
-def _reported(method: Callable[..., None]) -> Callable[..., int]:
+def _reported(method: Callable[..., Any]) -> Callable[..., Any]:
+    """0 / the method's value on success; -1 (None for value-returning methods) on failure,
+    with one `E <method>:` line."""
+    failure = None if getattr(method, "_returns_value", False) else -1
+
     @functools.wraps(method)
-    def wrapper(self: RKNN, *args: Any, **kwargs: Any) -> int:
+    def wrapper(self: RKNN, *args: Any, **kwargs: Any) -> Any:
         try:
-            method(self, *args, **kwargs)
+            value = method(self, *args, **kwargs)
         except ConversionError as exc:
             self.last_error = str(exc)
-            sys.stderr.write(f"E {method.__name__}: {exc}\n")
-            return -1
-        except Exception as exc:  # a converter bug: still the vendor's -1, and say so
+            if not isinstance(exc, RuntimeReported):  # else the runtime printed its E line
+                sys.stderr.write(f"E {method.__name__}: {exc}\n")
+            return failure
+        except Exception as exc:  # a converter bug: still the vendor's failure value, say so
             self.last_error = f"internal error: {type(exc).__name__}: {exc}"
             sys.stderr.write(f"E {method.__name__}: {self.last_error}\n")
-            return -1
+            return failure
         self.last_error = ""
-        return 0
+        return 0 if failure == -1 else value
 
     return wrapper
 
 
-class RKNN:
-    """Convert an ONNX model: config() -> load_onnx() -> build() -> export_rknn()."""
+def _value(method: Callable[..., Any]) -> Callable[..., Any]:
+    method._returns_value = True  # type: ignore[attr-defined]
+    return _reported(method)
 
-    def __init__(self, verbose: bool = False) -> None:
+
+class RKNN:
+    """config() -> load_*() -> build() -> export_rknn() / init_runtime() -> inference()."""
+
+    NPU_CORE_AUTO, NPU_CORE_0, NPU_CORE_1, NPU_CORE_2 = 0, 1, 2, 4
+    NPU_CORE_0_1, NPU_CORE_0_1_2, NPU_CORE_ALL = 3, 7, 0xFFFF
+
+    def __init__(self, verbose: bool = False, verbose_file: str | None = None) -> None:
         self.verbose = verbose
         self.last_error = ""
-        self._config: dict[str, Any] = {
-            "mean_values": None, "std_values": None, "target_platform": "rk3588",
-            "float_dtype": "float16", "custom_string": "", "remove_weight": False,
-            "dynamic_input": None, "quantized_dtype": "w8a8", "quantized_algorithm": "normal",
-            "quantized_method": "channel",
-        }  # fmt: skip
+        self._config: dict[str, Any] = dict(configuration.DEFAULTS)
+        self._configured = False
         self._onnx: onnx.ModelProto | None = None
-        self._name = ""
-        self._built: bytes | None = None
+        self._name = self._file_stem = ""
+        self._built: builder.Built | None = None
+        self._rknn: bytes | None = None  # a model file given to load_rknn
+        self._sim: Simulation | None = None
+        self._custom_ops: dict[str, type] = {}
 
     def _info(self, message: str) -> None:
         if self.verbose:
             sys.stderr.write(f"I {message}\n")
 
+    # -- configuration and loading ------------------------------------------------------------
     @_reported
     def config(
-        self,
-        mean_values: list[list[float]] | None = None,
-        std_values: list[list[float]] | None = None,
-        target_platform: str | None = None,
-        float_dtype: str = "float16",
-        custom_string: str | None = None,
-        remove_weight: bool = False,
-        dynamic_input: list[list[list[int]]] | None = None,
-        quantized_dtype: str = "w8a8",
-        quantized_algorithm: str = "normal",
-        quantized_method: str = "channel",
-        **unsupported: Any,
-    ) -> None:
-        for what, value, allowed in (
-            ("quantized_dtype", quantized_dtype, QUANTIZED_DTYPES),
-            ("quantized_algorithm", quantized_algorithm, ALGORITHMS),
-            ("quantized_method", quantized_method, METHODS),
-        ):
-            if value not in allowed:
-                raise ConversionError(f"{what} '{value}' is not supported; use one of {allowed}")
-        if unsupported:
-            raise ConversionError(f"config options not supported yet: {sorted(unsupported)}")
-        if target_platform is not None:
-            name = targets.canonical(target_platform)
-            if name is None:
-                raise ConversionError(
-                    f"target_platform '{target_platform}' is not one of {', '.join(targets.NAMES)}"
-                )
-            self._config["target_platform"] = name
-        if float_dtype not in FLOAT_DTYPES:
-            raise ConversionError(
-                f"float_dtype '{float_dtype}' is not supported yet; use one of {FLOAT_DTYPES}"
-            )
-        if custom_string is not None and len(custom_string.encode()) > 1023:
-            raise ConversionError("custom_string must be at most 1023 bytes")
-        self._config.update(
-            mean_values=mean_values, std_values=std_values, float_dtype=float_dtype,
-            custom_string=custom_string or "", remove_weight=bool(remove_weight),
-            dynamic_input=dynamic_input or None, quantized_dtype=quantized_dtype,
-            quantized_algorithm=quantized_algorithm, quantized_method=quantized_method,
-        )  # fmt: skip
+        self, mean_values=None, std_values=None, quantized_dtype="w8a8",
+        quantized_algorithm="normal", quantized_method="channel", quantized_hybrid_level=0,
+        target_platform=None, quant_img_RGB2BGR=False, float_dtype="float16",
+        optimization_level=3, custom_string=None, remove_weight=False, compress_weight=False,
+        inputs_yuv_fmt=None, single_core_mode=False, dynamic_input=None, model_pruning=False,
+        op_target=None, quantize_weight=False, remove_reshape=False, sparse_infer=False,
+        mini_rknn=False, enable_flash_attention=False, auto_hybrid_cos_thresh=0.98,
+        auto_hybrid_euc_thresh=None, memory_plan_strategy="BestFit", compute_order="WidthFirst",
+        compiler_control_file=None, **kwargs,
+    ) -> None:  # fmt: skip
+        given = {k: v for k, v in locals().items() if k not in ("self", "kwargs")}
+        given.update(kwargs)
+        new, no_effect = configuration.updated(self._config, given)
+        self._config, self._configured = new, True
+        if no_effect:
+            sys.stderr.write(f"W config: recorded, no effect on a PC: {', '.join(no_effect)}\n")
 
-    @_reported
-    def load_onnx(
-        self,
-        model: str | os.PathLike | bytes | onnx.ModelProto,
-        inputs: list[str] | None = None,
-        input_size_list: list[list[int]] | None = None,
-        outputs: list[str] | None = None,
-    ) -> None:
-        proto = onnx_import.load(model)
+    def _loaded(self, proto: onnx.ModelProto, name: str, inputs=None, input_size_list=None,
+                outputs=None) -> None:  # fmt: skip
+        proto = builder.upgrade_opset(proto)
+        builder.drop_io_value_info(proto)
         dynamic = bool(self._config["dynamic_input"]) and input_size_list is None
         onnx_import.set_inputs(proto, inputs, input_size_list, allow_dynamic=dynamic)
         onnx_import.set_outputs(proto, outputs)
         self._onnx = proto if dynamic else onnx_import.complete_outputs(proto)
-        self._name = self._onnx.graph.name or (
-            os.path.splitext(os.path.basename(os.fspath(model)))[0]
-            if isinstance(model, (str, os.PathLike)) else "model"
-        )  # fmt: skip
-        self._built = None
+        self._name = self._onnx.graph.name or name
+        self._file_stem = name  # hybrid step 1's files are named after the model file
+        self._built, self._rknn = None, None
 
-    def _input_configs(self, model: onnx.ModelProto) -> dict[str, lower.InputConfig]:
-        means, stds = self._config["mean_values"], self._config["std_values"]
-        configs = {}
-        for k, vi in enumerate(model.graph.input):
-            dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
-            mean = means[k] if means is not None and k < len(means) else None
-            std = stds[k] if stds is not None and k < len(stds) else None
-            for what, values in (("mean_values", mean), ("std_values", std)):
-                if values is None:
-                    continue
-                if len(dims) != 4 or len(values) != dims[1]:
-                    raise ConversionError(
-                        f"{what}[{k}] has {len(values)} values, but input '{vi.name}' "
-                        f"{dims} needs one per channel of a 4-D NCHW input"
-                    )
-                if what == "std_values" and any(v == 0 for v in values):
-                    raise ConversionError(f"std_values[{k}] contains 0")
-            configs[vi.name] = lower.InputConfig(
-                [float(v) for v in mean] if mean is not None else None,
-                [float(v) for v in std] if std is not None else None,
-            )
-        return configs
+    @staticmethod
+    def _stem(model: Any, default: str) -> str:
+        if isinstance(model, (str, os.PathLike)):
+            return os.path.splitext(os.path.basename(os.fspath(model)))[0]
+        return default
 
     @_reported
-    def build(
-        self, do_quantization: bool = False, dataset: str | Iterable | None = None,
-        rknn_batch_size: int | None = None,
-    ) -> None:  # fmt: skip
+    def load_onnx(self, model, inputs=None, input_size_list=None, input_initial_val=None,
+                  outputs=None) -> None:  # fmt: skip
+        if input_initial_val is not None:
+            sys.stderr.write("W load_onnx: input_initial_val is recorded, not applied\n")
+        self._loaded(onnx_import.load(model), self._stem(model, "model"), inputs,
+                     input_size_list, outputs)  # fmt: skip
+
+    @_reported
+    def load_pytorch(self, model, input_size_list) -> None:
+        self._loaded(pytorch.load(model, input_size_list), self._stem(model, "torch_model"))
+
+    @_reported
+    def load_tflite(self, model, input_is_nchw=False) -> None:
+        self._loaded(tensorflow.load_tflite(model), self._stem(model, "tflite_model"))
+
+    @_reported
+    def load_tensorflow(self, tf_pb, inputs, input_size_list, outputs,
+                        input_is_nchw=False) -> None:  # fmt: skip
+        proto = tensorflow.load_tensorflow(tf_pb, inputs, input_size_list, outputs)
+        self._loaded(proto, self._stem(tf_pb, "tf_model"))
+
+    @_reported
+    def load_caffe(self, model, blobs=None, input_name=None) -> None:
+        others.refuse("Caffe", model, blobs)
+
+    @_reported
+    def load_darknet(self, model, weight) -> None:
+        self._loaded(darknet.load(model, weight), self._stem(model, "darknet_model"))
+
+    @_reported
+    def load_rknn(self, path) -> None:
+        try:
+            with open(path, "rb") as f:
+                self._rknn = f.read()
+        except (OSError, TypeError) as exc:
+            raise ConversionError(f"cannot read {path!r}: {exc}") from None
+        self._onnx, self._built = None, None
+
+    @_reported
+    def reg_custom_op(self, custom_op) -> None:
+        """Records the class (op_type, shape_infer, compute); the custom-op runtime is not
+        built yet, so a model using it fails at build with a line saying so."""
+        op_type = getattr(custom_op, "op_type", None)
+        if not isinstance(op_type, str) or not op_type:
+            raise ConversionError("a custom op class needs an 'op_type' string attribute")
+        for method in ("shape_infer", "compute"):
+            if not callable(getattr(custom_op, method, None)):
+                raise ConversionError(f"custom op {op_type!r} has no {method}() method")
+        self._custom_ops[op_type] = custom_op
+
+    # -- building ------------------------------------------------------------------------------
+    def _check_custom_ops(self, model: onnx.ModelProto) -> None:
+        used = sorted({n.op_type for n in model.graph.node if n.op_type in self._custom_ops})
+        if used:
+            raise ConversionError(f"the model uses custom op(s) {used}, registered with "
+                                  "reg_custom_op: rknnrt cannot run custom operators yet")
+
+    def _prepare(self, do_quantization: bool, rknn_batch_size: int | None) -> onnx.ModelProto:
         if self._onnx is None:
-            raise ConversionError("no model loaded: call load_onnx first")
-        platform = self._config["target_platform"]
-        if not do_quantization and platform in targets.INT8_ONLY:
-            raise ConversionError(f"{platform} runs only quantised models: do_quantization=True")
-        if do_quantization and dataset is None:
-            raise ConversionError("do_quantization=True needs a calibration dataset")
-        model, shape_sets = self._onnx, None
-        if rknn_batch_size not in (None, 1):
-            model = onnx_import.set_batch(self._onnx, rknn_batch_size)
-        if self._config["dynamic_input"]:
-            if platform not in targets.DYNAMIC_SHAPES:
-                raise ConversionError(
-                    f"dynamic_input: {platform} has no dynamic shapes (only "
-                    f"{', '.join(sorted(targets.DYNAMIC_SHAPES))})"
-                )
-            if do_quantization:
-                raise ConversionError("dynamic_input with do_quantization is not supported yet")
-            model = onnx.ModelProto()
-            model.CopyFrom(self._onnx)
-            shape_sets = onnx_import.apply_shape_sets(model, self._config["dynamic_input"])
-            model = onnx_import.complete_outputs(model)
-        try:
-            prepared = passes.run_all(model)
-        except Exception as exc:  # onnx/onnxruntime errors from folding or checking
-            raise ConversionError(f"graph optimisation failed: {exc}") from None
-        onnx_import.check_ops(prepared)
-        configs = self._input_configs(prepared)
-        program, io_qparams, stored_types = prepared, None, None
-        float_dtype = self._config["float_dtype"]
-        try:
-            if do_quantization:
-                program, io_qparams = self._quantize(prepared, configs, dataset)
-                stored_types = frozenset({onnx.TensorProto.INT8, onnx.TensorProto.FLOAT16})
-                float_dtype = "int8"
-            elif float_dtype == "float16":
-                program = quantize.emulate_fp16(prepared)
-                stored_types = frozenset({onnx.TensorProto.FLOAT16})
-        except ConversionError:
-            raise
-        except Exception as exc:  # numpy/onnx errors while rewriting the graph
-            raise ConversionError(f"quantisation failed: {exc}") from None
-        meta, graph, weights = lower.lower(
-            program,
-            configs,
-            target_platform=platform,
-            float_dtype=float_dtype,
-            custom_string=self._config["custom_string"],
-            model_name=self._name,
-            toolkit_version=f"rknnrt {TOOLKIT_VERSION}",
-            remove_weight=self._config["remove_weight"],
-            shape_sets=shape_sets,
-            io_qparams=io_qparams,
-            stored_types=stored_types,
-            rknn_batch_size=rknn_batch_size or 1,
-        )
-        self._built = container.write(meta.to_json(), graph, weights)
-        self._info(f"build: {len(program.graph.node)} nodes, {len(weights)} bytes of weights")
-
-    def _quantize(
-        self, model: onnx.ModelProto, configs: dict[str, lower.InputConfig], dataset: Any
-    ) -> tuple[onnx.ModelProto, dict[str, tuple[float, int]]]:
-        """Calibrate on the dataset (normalised with mean/std, as the runtime will) and
-        rewrite the model as a w8a8 QDQ program."""
-        inputs = list(model.graph.input)
-        samples = quantize.load_dataset(dataset, inputs)
-        for sample in samples:
-            for k, vi in enumerate(inputs):
-                config = configs.get(vi.name)
-                x = sample[k].astype(np.float32)
-                if config is not None and x.ndim == 4:
-                    if config.mean is not None:
-                        x = x - np.asarray(config.mean, np.float32).reshape(1, -1, 1, 1)
-                    if config.std is not None:
-                        x = x / np.asarray(config.std, np.float32).reshape(1, -1, 1, 1)
-                sample[k] = x
-        quantized = quantize.quantize_model(
-            model,
-            samples,
-            algorithm=self._config["quantized_algorithm"],
-            per_channel=self._config["quantized_method"] == "channel",
-        )
-        return quantized.program, quantized.io_qparams
+            raise ConversionError("no model loaded: call load_onnx (or another load_*) first")
+        self._check_custom_ops(self._onnx)
+        prepared, self._shape_sets = builder.prepare(self._onnx, self._config, do_quantization,
+                                                     rknn_batch_size)  # fmt: skip
+        return prepared
 
     @_reported
-    def export_rknn(self, export_path: str | os.PathLike) -> None:
-        if self._built is None:
-            raise ConversionError("nothing to export: call build first")
+    def build(self, do_quantization=True, dataset=None, rknn_batch_size=None,
+              auto_hybrid=False) -> None:  # fmt: skip
+        if do_quantization and dataset is None:
+            raise ConversionError("do_quantization=True needs a calibration dataset "
+                                  "(dataset='dataset.txt'), or build(do_quantization=False)")
+        prepared = self._prepare(do_quantization, rknn_batch_size)
+        samples = builder.calibration_samples(prepared, self._config, dataset) \
+            if do_quantization else None  # fmt: skip
+        float_layers: list[str] = []
+        if do_quantization and auto_hybrid:
+            float_layers = self._auto_hybrid_layers(prepared, samples)
+        self._compile(prepared, samples, rknn_batch_size, float_layers)
+
+    def _compile(self, prepared, samples, rknn_batch_size=None, float_layers=(),
+                 overrides=None) -> None:  # fmt: skip
+        self._release_runtime()
+        self._built = builder.compile_model(
+            prepared, self._config, self._name, samples=samples,
+            shape_sets=getattr(self, "_shape_sets", None), rknn_batch_size=rknn_batch_size,
+            float_layers=float_layers, overrides=overrides,
+        )  # fmt: skip
+        self._rknn = None
+        self._info(f"build: {len(self._built.program.graph.node)} nodes, "
+                   f"{len(self._built.model_bytes)} bytes")  # fmt: skip
+
+    def _layer_errors(self, built: builder.Built, samples) -> dict[str, float]:
+        """Worst single-layer cosine per node name over a few samples."""
+        producer = {o: n.name for n in built.float_program.graph.node for o in n.output}
+        worst: dict[str, float] = {}
+        shown = samples[:4]
+        for k, sample in enumerate(shown):
+            sys.stderr.write(f"\rI hybrid analysis {k + 1}/{len(shown)}")
+            errors, _, _ = accuracy.analyse(built.float_program, built.program, sample,
+                                            built.tensor_qparams, built.io_qparams)  # fmt: skip
+            for e in errors:
+                if e.single is not None and e.name in producer:
+                    node = producer[e.name]
+                    worst[node] = min(worst.get(node, 1.0), e.single[0])
+        sys.stderr.write("\n")
+        return worst
+
+    def _auto_hybrid_layers(self, prepared, samples) -> list[str]:
+        """Layers whose single-layer cosine (or Euclidean distance) misses the thresholds."""
+        trial = builder.compile_model(prepared, self._config, self._name, samples=samples,
+                                      shape_sets=getattr(self, "_shape_sets", None))  # fmt: skip
+        cos_thresh = self._config["auto_hybrid_cos_thresh"]
+        errors = self._layer_errors(trial, samples)
+        layers = [n for n, cos in errors.items() if cos < cos_thresh]
+        sys.stderr.write(f"I auto_hybrid: {len(layers)} layer(s) below cosine {cos_thresh} "
+                         f"kept in float16{': ' + ', '.join(layers) if layers else ''}\n")
+        return layers
+
+    @_reported
+    def hybrid_quantization_step1(self, dataset="dataset.txt", rknn_batch_size=None,
+                                  proposal=False, proposal_dataset_size=1,
+                                  custom_hybrid=None) -> None:  # fmt: skip
+        prepared = self._prepare(True, rknn_batch_size)
+        samples = builder.calibration_samples(prepared, self._config, dataset)
+        trial = builder.compile_model(prepared, self._config, self._name, samples=samples,
+                                      shape_sets=getattr(self, "_shape_sets", None))  # fmt: skip
+        layers: list[str] = []
+        for pair in custom_hybrid or []:
+            if len(pair) != 2:
+                raise ConversionError("custom_hybrid entries are [start_tensor, end_tensor]")
+            layers += [n for n in hybrid.layers_between(prepared, pair[0], pair[1])
+                       if n not in layers]  # fmt: skip
+        if proposal:
+            errors = self._layer_errors(trial, samples[: max(1, int(proposal_dataset_size))])
+            level = self._config["quantized_hybrid_level"]
+            ranked = sorted(errors, key=errors.get)
+            picks = [n for n in ranked if errors[n] < self._config["auto_hybrid_cos_thresh"]]
+            picks += ranked[: level] if level else []
+            layers += [n for n in picks if n not in layers]
+        stem = self._file_stem if self._file_stem not in ("model", "") else self._name
+        hybrid.write_model(f"{stem}.model", prepared, self._config)
+        hybrid.write_data(f"{stem}.data", samples)
+        with open(f"{stem}.quantization.cfg", "w") as f:
+            f.write(hybrid.format_cfg(layers, hybrid.tensor_params(trial.tensor_qparams)))
+        sys.stderr.write(f"I hybrid step 1 wrote {stem}.model, {stem}.data and "
+                         f"{stem}.quantization.cfg\n")  # fmt: skip
+
+    @_reported
+    def hybrid_quantization_step2(self, model_input, data_input,
+                                  model_quantization_cfg) -> None:  # fmt: skip
+        if self._onnx is not None:
+            raise ConversionError("a model is already loaded: call hybrid_quantization_step2 "
+                                  "on a new RKNN object, without load_onnx")
+        prepared, stored = hybrid.read_model(os.fspath(model_input))
+        if stored is not None and not self._configured:
+            self._config = configuration.updated(configuration.DEFAULTS, stored)[0]
+        samples = hybrid.read_data(os.fspath(data_input), len(prepared.graph.input))
+        layers, overrides = hybrid.read_cfg(os.fspath(model_quantization_cfg))
+        names = {n.name for n in prepared.graph.node}
+        unknown = [name for name in layers if name not in names]
+        if unknown:
+            raise ConversionError(f"{model_quantization_cfg}: no layer named {unknown[0]!r} in "
+                                  f"the model (layers: {', '.join(sorted(names)[:8])}, ...)")
+        self._name, self._shape_sets = self._stem(model_input, "model"), None
+        self._compile(prepared, samples, None, layers, overrides)
+
+    @_reported
+    def export_rknn(self, export_path, **kwargs) -> None:
+        data = self.model_bytes()
         try:
             with open(export_path, "wb") as f:
-                f.write(self._built)
+                f.write(data)
         except OSError as exc:
             raise ConversionError(f"cannot write {os.fspath(export_path)!r}: {exc}") from None
 
     def model_bytes(self) -> bytes:
-        """The built model file's bytes (rknnrt extension: no file round trip needed)."""
-        if self._built is None:
-            raise ConversionError("nothing built: call build first")
-        return self._built
+        """The built (or loaded) model file's bytes (rknnrt extension)."""
+        if self._built is not None:
+            return self._built.model_bytes
+        if self._rknn is not None:
+            return self._rknn
+        raise ConversionError("no model: call build (or load_rknn) first")
+
+    @_reported
+    def optimize_onnx(self, model, optimized_path=None, passes_enable=None,
+                      inputs_for_dump=None) -> None:  # fmt: skip
+        from . import passes
+
+        try:
+            optimized = passes.run_all(onnx_import.load(model))
+        except ConversionError:
+            raise
+        except Exception as exc:  # onnx/onnxruntime errors
+            raise ConversionError(f"graph optimisation failed: {exc}") from None
+        onnx.save(optimized, optimized_path or f"{self._stem(model, 'model')}.optimized.onnx")
+
+    # -- running ------------------------------------------------------------------------------
+    def _release_runtime(self) -> None:
+        if self._sim is not None:
+            self._sim.release()
+            self._sim = None
+
+    @_reported
+    def init_runtime(self, target=None, device_id=None, perf_debug=False, eval_mem=False,
+                     async_mode=False, core_mask=0,
+                     fallback_prior_device="cpu") -> None:  # fmt: skip
+        model = self.model_bytes()
+        self._release_runtime()
+        platform = self._config["target_platform"] if self._built is not None else None
+        if platform is None:  # a loaded file: its own platform
+            import json
+
+            from ..model import container
+
+            try:
+                platform = json.loads(bytes(container.read(memoryview(model)).metadata))[
+                    "target_platform"]
+            except Exception:  # the runtime reports an unreadable file itself
+                platform = None
+        self._sim = Simulation(model, platform, target, perf_debug, async_mode, core_mask)
+
+    def _runtime(self) -> Simulation:
+        if self._sim is None:
+            raise ConversionError("the runtime is not initialised: call init_runtime first")
+        return self._sim
+
+    @_value
+    def inference(self, inputs, data_format=None, inputs_pass_through=None,
+                  get_frame_id=False) -> list[np.ndarray]:  # fmt: skip
+        out = self._runtime().inference(inputs, data_format, inputs_pass_through)
+        if out is None:
+            raise RuntimeReported("inference failed")
+        return out
+
+    @_value
+    def eval_perf(self, is_print=True, fix_freq=True) -> str:
+        table, total = self._runtime().perf()
+        report = f"{table.rstrip()}\nTotal time of one run: {total} us\n"
+        if is_print:
+            print(report)
+        return report
+
+    @_value
+    def eval_memory(self, is_print=True) -> dict[str, int]:
+        sizes = self._runtime().memory()
+        result = {"total_weight_allocation": sizes["total_weight_size"],
+                  "total_internal_allocation": sizes["total_internal_size"],
+                  "total_model_allocation": sizes["total_weight_size"]
+                  + sizes["total_internal_size"], **sizes}  # fmt: skip
+        if is_print:
+            for key in ("total_weight_allocation", "total_internal_allocation",
+                        "total_model_allocation"):  # fmt: skip
+                print(f"{key.replace('_', ' ').capitalize():<30} {result[key] / 2**20:.4f} MiB")
+        return result
+
+    @_value
+    def get_sdk_version(self) -> str:
+        return self._runtime().sdk_version()
+
+    @_value
+    def list_devices(self) -> tuple[list[str], list[str]]:
+        sys.stderr.write("I no board is attached: rknnrt simulates every target on this PC\n")
+        print("*" * 25 + "\nAll device(s) with adb mode:\n\n" + "*" * 25)
+        return [], []
+
+    @_reported
+    def accuracy_analysis(self, inputs, output_dir="./snapshot", target=None,
+                          device_id=None) -> None:  # fmt: skip
+        built = self._built
+        if built is None:
+            raise ConversionError("accuracy_analysis needs the model built in this session "
+                                  "(load_onnx + build), not one loaded with load_rknn")
+        if target is not None:
+            sys.stderr.write(f"I no {target} board is attached: comparing against the "
+                             "simulation only\n")  # fmt: skip
+        paths = [inputs] if isinstance(inputs, (str, np.ndarray, os.PathLike)) else list(inputs)
+        specs = builder.input_specs(built.float_program)
+        single = [datasets.InputSpec(s.name, (1, *s.shape[1:])) for s in specs]
+        rgb2bgr = [configuration.rgb2bgr_for(self._config, k) for k in range(len(specs))]
+        if len(paths) != len(specs):
+            raise ConversionError(f"{len(paths)} inputs given for a model with {len(specs)}")
+        try:
+            raw = [np.load(p, allow_pickle=False) if isinstance(p, (str, os.PathLike))
+                   and not str(p).lower().endswith(datasets.images.IMAGE_SUFFIXES) else p
+                   for p in paths]  # fmt: skip
+            sample = [datasets.read_image(os.fspath(p), s, rgb2bgr[k], lambda m: None)
+                      if isinstance(p, (str, os.PathLike)) else
+                      datasets.to_model_layout(np.asarray(p), s)
+                      for k, (p, s) in enumerate(zip(raw, single))]  # fmt: skip
+        except (OSError, ValueError) as exc:
+            raise ConversionError(f"inputs: {exc}") from None
+        sample = datasets.normalise(sample, self._config["mean_values"],
+                                    self._config["std_values"])  # fmt: skip
+        sample = [np.repeat(x, s.shape[0] // x.shape[0], 0) if x.shape[0] != s.shape[0] else x
+                  for x, s in zip(sample, specs)]  # fmt: skip
+        accuracy.run(built.float_program, built.program, sample, built.tensor_qparams,
+                     built.io_qparams, os.fspath(output_dir or "./snapshot"))  # fmt: skip
+
+    @_reported
+    def codegen(self, output_path, inputs=None, overwrite=False) -> None:
+        codegen.generate(self.model_bytes(), self._name or "model", os.fspath(output_path),
+                         inputs, overwrite)  # fmt: skip
+
+    def clear_op_cache(self) -> int:
+        return 0
 
     def release(self) -> None:
-        self._onnx = None
-        self._built = None
+        self._release_runtime()
+        self._onnx, self._built, self._rknn = None, None, None

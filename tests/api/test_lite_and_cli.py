@@ -59,7 +59,9 @@ def test_lite_errors(tmp_path, capsys, convert) -> None:
     assert lite.init_runtime(core_mask=RKNNLite.NPU_CORE_0_1) == -1  # single-core NPU
     assert "rknn_set_core_mask is not supported on rk3566" in capsys.readouterr().err
     assert lite.init_runtime() == 0
-    assert lite.inference([np.zeros((1, 64, 64, 3), np.int8)]) is None  # int8 on a float model
+    # int8 on a float model: converted to float32 by the Python layer, as the vendor's is
+    np.testing.assert_array_equal(lite.inference([np.full((1, 64, 64, 3), 7, np.int8)])[0],
+                                  lite.inference([np.full((1, 64, 64, 3), 7, np.float32)])[0])
     lite.release()
 
 
@@ -72,7 +74,7 @@ def test_cli_run_default_model(capsys) -> None:
     rknn = RKNN()
     rknn.config(mean_values=[[123.675, 116.28, 103.53]], std_values=[[58.395, 57.12, 57.375]])
     rknn.load_onnx(default_model())
-    rknn.build()
+    rknn.build(do_quantization=False)
     lite_model = rknn.model_bytes()
     lite = RKNNLite()
     lite._model = lite_model
@@ -116,5 +118,5 @@ def test_cli_convert_info_run_bench(tmp_path, capsys, default_onnx) -> None:
     assert cli.main(["info", str(half)]) == 0
     info = capsys.readouterr().out
     assert "fmt=NHWC, type=FP16" in info and "total_weight_size=7840" in info
-    with pytest.raises(SystemExit, match="conversion failed: .*rk9999"):
-        cli.main(["convert", str(onnx_path), "--target", "rk9999"])
+    assert cli.main(["convert", str(onnx_path), "--target", "rk9999"]) == 1  # no traceback
+    assert "E config: target_platform 'rk9999'" in capsys.readouterr().err

@@ -345,7 +345,7 @@ def test_batch_size(make_ctx) -> None:
     rknn = RKNN()
     rknn.config(float_dtype="float32")
     rknn.load_onnx(model)
-    assert rknn.build(rknn_batch_size=2) == 0, rknn.last_error
+    assert rknn.build(do_quantization=False, rknn_batch_size=2) == 0, rknn.last_error
     ctx = make_ctx(rknn.model_bytes())
     assert list(query(ctx, rk.RKNN_QUERY_INPUT_ATTR).dims[:2]) == [2, 64]
     from rknnrt.core import registry
@@ -372,7 +372,7 @@ def test_multi_batch_input_with_h_stride(make_ctx) -> None:
     rknn = RKNN()
     rknn.config(float_dtype="float32")
     rknn.load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
-    assert rknn.build(rknn_batch_size=2) == 0, rknn.last_error
+    assert rknn.build(do_quantization=False, rknn_batch_size=2) == 0, rknn.last_error
     ctx = make_ctx(rknn.model_bytes())
     x = rng.randn(2, 3, 6, 5).astype(np.float32)
     (expected,) = infer(ctx, [x], 1)

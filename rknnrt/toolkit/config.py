@@ -1,0 +1,111 @@
+"""`RKNN.config`: the vendor's keywords, validated as a whole before any is applied.
+
+An invalid value fails the call and leaves the previous configuration intact. Options that
+change nothing on a PC (NPU compiler switches, board memory layout, YUV input, ...) are recorded
+so scripts run unchanged, and named in one `W` line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..model import targets
+from .errors import ConversionError
+
+FLOAT_DTYPES = ("float16", "float32")  # float32: rknnrt's exact extension
+QUANTIZED_DTYPES = ("w8a8",)
+ALGORITHMS = ("normal", "mmse", "kl_divergence")
+METHODS = ("channel", "layer")
+
+DEFAULTS: dict[str, Any] = {
+    "mean_values": None, "std_values": None, "quantized_dtype": "w8a8",
+    "quantized_algorithm": "normal", "quantized_method": "channel", "quantized_hybrid_level": 0,
+    "target_platform": "rk3588", "quant_img_RGB2BGR": False, "float_dtype": "float16",
+    "optimization_level": 3, "custom_string": "", "remove_weight": False,
+    "compress_weight": False, "inputs_yuv_fmt": None, "single_core_mode": False,
+    "dynamic_input": None, "model_pruning": False, "op_target": None, "quantize_weight": False,
+    "remove_reshape": False, "sparse_infer": False, "mini_rknn": False,
+    "enable_flash_attention": False, "auto_hybrid_cos_thresh": 0.98,
+    "auto_hybrid_euc_thresh": None, "memory_plan_strategy": "BestFit",
+    "compute_order": "WidthFirst", "compiler_control_file": None,
+}  # fmt: skip
+# Recorded, no effect on a PC: the NPU compiler's and the board's switches.
+NO_EFFECT = (
+    "optimization_level", "compress_weight", "inputs_yuv_fmt", "single_core_mode",
+    "model_pruning", "op_target", "quantize_weight", "remove_reshape", "sparse_infer",
+    "mini_rknn", "enable_flash_attention", "memory_plan_strategy", "compute_order",
+    "compiler_control_file",
+)  # fmt: skip
+
+
+def per_input_values(what: str, values: Any) -> list[list[float]] | None:
+    """Flat [m0, m1, m2] (one input) or nested [[...], [...]] (one list per input)."""
+    if values is None:
+        return None
+    if not isinstance(values, Sequence) or isinstance(values, str) or not len(values):
+        raise ConversionError(f"{what} must be a list of numbers or a list of lists of numbers")
+    groups = values if all(isinstance(v, Sequence) and not isinstance(v, str) for v in values) \
+        else [values]  # fmt: skip
+    try:
+        return [[float(v) for v in group] for group in groups]
+    except (TypeError, ValueError):
+        raise ConversionError(f"{what} {values!r}: every value must be a number") from None
+
+
+def updated(current: dict[str, Any], given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The configuration after one `config()` call, and the no-effect options it set.
+
+    `given` holds only the keywords the caller passed (None for target_platform means keep)."""
+    new = dict(current)
+    unknown = sorted(k for k in given if k not in DEFAULTS)
+    for key, value in given.items():
+        if key in DEFAULTS:
+            new[key] = value
+    choices = (("quantized_dtype", QUANTIZED_DTYPES), ("quantized_algorithm", ALGORITHMS),
+               ("quantized_method", METHODS), ("float_dtype", FLOAT_DTYPES))  # fmt: skip
+    for key, allowed in choices:
+        if new[key] not in allowed:
+            raise ConversionError(f"{key} '{new[key]}' is not supported; use one of {allowed}")
+    if "target_platform" in given:
+        if given["target_platform"] is None:
+            new["target_platform"] = current["target_platform"]
+        else:
+            name = targets.canonical(str(given["target_platform"]))
+            if name is None:
+                raise ConversionError(f"target_platform '{given['target_platform']}' is not one "
+                                      f"of {', '.join(targets.NAMES)}")  # fmt: skip
+            new["target_platform"] = name
+    new["mean_values"] = per_input_values("mean_values", new["mean_values"])
+    new["std_values"] = per_input_values("std_values", new["std_values"])
+    if any(v == 0 for group in new["std_values"] or [] for v in group):
+        raise ConversionError("std_values contains 0")
+    new["custom_string"] = new["custom_string"] or ""
+    if len(new["custom_string"].encode()) > 1023:
+        raise ConversionError("custom_string must be at most 1023 bytes")
+    new["remove_weight"] = bool(new["remove_weight"])
+    new["dynamic_input"] = new["dynamic_input"] or None
+    level = new["quantized_hybrid_level"]
+    if not isinstance(level, int) or isinstance(level, bool) or level < 0:
+        raise ConversionError(f"quantized_hybrid_level must be an integer >= 0, not {level!r}")
+    rgb2bgr = new["quant_img_RGB2BGR"]
+    if not isinstance(rgb2bgr, bool) and not (
+        isinstance(rgb2bgr, Sequence) and all(isinstance(v, bool) for v in rgb2bgr)
+    ):
+        raise ConversionError("quant_img_RGB2BGR must be True/False or one bool per input")
+    for key in ("auto_hybrid_cos_thresh", "auto_hybrid_euc_thresh"):
+        value = new[key]
+        if value is not None and (not isinstance(value, (int, float)) or value < 0):
+            raise ConversionError(f"{key} must be a number >= 0, not {value!r}")
+    no_effect = [k for k in NO_EFFECT if k in given and given[k] != DEFAULTS[k]] + unknown
+    for key in unknown:
+        new.setdefault("unknown_options", {})
+        new["unknown_options"] = {**new["unknown_options"], key: given[key]}
+    return new, no_effect
+
+
+def rgb2bgr_for(config: dict[str, Any], index: int) -> bool:
+    value = config["quant_img_RGB2BGR"]
+    if isinstance(value, bool):
+        return value
+    return bool(value[index]) if index < len(value) else False
