@@ -1,0 +1,104 @@
+"""int8 convolutions: recovering float weights and biases the way the vendor's NPU computes.
+
+The file stores the quantised weights q (packed), a bias blob per group of 8 output channels
+`[8 x i32 A | 8 x i16 B | 8 x u16 C]` and, in the compiled register commands of the op's first
+task, the output conversion (OUT_CVT) offset/scale/shift. With
+A = round(b / (s_in * s_w)) - zp_in * sum(q - zw), B = -zw and C = round(s_w / max(s_w) * 2^14),
+the per-channel weight scale is s_w = C / 2^14 * scale / 2^shift * s_out / s_in
+(docs/vendor-rknn.md). The weight scale itself is not stored.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from . import weights
+from .fileformat import KIND_REGCMD, KIND_TASKS, Node, Tensor, VendorModel
+from .flatbuf import VendorFormatError
+
+# OUT_CVT offset, scale, shift register addresses per NPU generation (Model field 1).
+OUT_CVT = {
+    "RKNPU v2": (0x4080, 0x4084, 0x4088),  # rk3588
+    "RKNPU lite": (0x4080, 0x4084, 0x4088),  # rk3566/rk3568
+    "RKNPU f2": (0x40AC, 0x40B0, 0x40B4),  # rk3576
+    "RKNPU t4": (0x40AC, 0x40B0, 0x40B4),  # rk3562
+}
+TASK = struct.Struct("<8IQ")  # flags, op index, enable mask, 3 x irq, count, offset, address
+CONV_ENABLE_MASK = 0x1D
+BIAS_GROUP = 8
+
+
+class RegisterFile:
+    """The register values each op's first convolution task programs (op index -> regs)."""
+
+    def __init__(self, m: VendorModel) -> None:
+        self.model = m
+        self.cvt = OUT_CVT.get(m.npu_format)
+        self.by_op: dict[int, dict[int, int]] = {}
+        reg_t, task_t = m.by_kind(KIND_REGCMD), m.by_kind(KIND_TASKS)
+        if reg_t is None or task_t is None:
+            return
+        regcmd = np.frombuffer(m.data(reg_t), "<u8", len(m.data(reg_t)) // 8)
+        tasks = m.data(task_t)
+        for k in range(len(tasks) // TASK.size):
+            _, op, enable, _, _, _, count, _, addr = TASK.unpack_from(tasks, k * TASK.size)
+            if op in self.by_op or enable != CONV_ENABLE_MASK:
+                continue
+            first = addr // 8
+            if addr % 8 or first + count > regcmd.size:
+                raise VendorFormatError(f"vendor model: task {k} points outside the commands")
+            regs: dict[int, int] = {}
+            for entry in regcmd[first : first + count].tolist():
+                regs.setdefault(entry & 0xFFFF, (entry >> 16) & 0xFFFFFFFF)
+            self.by_op[op] = regs
+
+    def out_cvt(self, n: Node) -> tuple[int, int, int]:
+        regs = self.by_op.get(n.index)
+        if self.cvt is None or regs is None or any(r not in regs for r in self.cvt):
+            raise VendorFormatError(
+                f"vendor model: int8 op {n.op_type} '{n.name}': its output conversion "
+                "registers are not decoded"
+            )
+        offset, scale, shift = (regs[r] for r in self.cvt)
+        return offset, scale, shift
+
+
+def _bias_blob(raw: memoryview, channels: int, name: str) -> tuple[np.ndarray, ...]:
+    groups = -(-channels // BIAS_GROUP)
+    if len(raw) < groups * 64:
+        raise VendorFormatError(f"vendor model: int8 bias '{name}' is too short")
+    blob = np.frombuffer(raw, np.uint8, groups * 64).reshape(groups, 64)
+    a = blob[:, :32].copy().view("<i4").reshape(-1)[:channels].astype(np.float64)
+    b = blob[:, 32:48].copy().view("<i2").reshape(-1)[:channels].astype(np.float64)
+    c = blob[:, 48:64].copy().view("<u2").reshape(-1)[:channels].astype(np.float64)
+    return a, b, c
+
+
+def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor, y: Tensor,
+                 depthwise: bool) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Float weights [oc, ic, kh, kw] and bias [oc] reproducing the NPU's int8 conv."""
+    oc, ic, kh, kw = w.shape
+    q = weights.unpack(_data(regs, w), "int8", w.native_shape, oc, ic, kh, kw, w.name)
+    if depthwise:  # channels live on the input axis of the packed form
+        q = q.reshape(ic, 1, kh, kw)
+        oc, ic = ic, 1
+    if not (x.scale and y.scale):
+        raise VendorFormatError(f"vendor model: int8 op '{n.name}' lacks IO scales")
+    a, b, c = _bias_blob(_data(regs, bias), oc, bias.name)
+    _, scale, shift = regs.out_cvt(n)
+    if shift > 63 or scale == 0:
+        raise VendorFormatError(f"vendor model: int8 op '{n.name}' has an invalid OUT_CVT")
+    s_in, s_out = float(x.scale[0]), float(y.scale[0])
+    zw = -b
+    s_w = c / 2.0**14 * (scale / 2.0**shift) * s_out / s_in
+    qw = q.astype(np.float64) - zw[:, None, None, None]
+    zp_in = float(x.zp[0]) if x.zp else 0.0
+    wf = qw * s_w[:, None, None, None]
+    bf = (a + zp_in * qw.reshape(oc, -1).sum(1)) * s_in * s_w
+    return wf.astype(np.float32), bf.astype(np.float32)
+
+
+def _data(regs: RegisterFile, t: Tensor) -> memoryview:
+    return regs.model.data(t)

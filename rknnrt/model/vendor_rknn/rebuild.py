@@ -1,0 +1,242 @@
+"""Rebuild an executable ONNX graph from a vendor file's compiled ops and unpacked weights.
+
+The graph computes what the vendor's simulator computes: every stored tensor is rounded to its
+stored type after the op that writes it (fp16 tensors by a Cast round trip, int8 tensors by
+QuantizeLinear/DequantizeLinear with the tensor's own scale and zero point), while the ops run
+in float32. Graph inputs and outputs carry the file's IO types. An op, attribute or packing this
+module cannot decode raises VendorFormatError naming it; nothing is approximated silently.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+from onnx import helper as oh
+from onnx import numpy_helper as nh
+
+from . import int8, weights
+from .fileformat import CONST_KINDS, Node, Tensor, VendorModel
+from .flatbuf import VendorFormatError
+
+OPSET = 13
+_ONNX_TYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16,
+               "int8": TensorProto.INT8, "uint8": TensorProto.UINT8,
+               "int16": TensorProto.INT16, "int32": TensorProto.INT32,
+               "int64": TensorProto.INT64}  # fmt: skip
+# Conv attribute slots (ONNX names in alphabetical order), MaxPool likewise.
+CONV_DILATIONS, CONV_GROUP, CONV_KERNEL, CONV_PADS, CONV_STRIDES = 1, 2, 3, 4, 5
+POOL_CEIL, POOL_KERNEL, POOL_PADS, POOL_STRIDES = 1, 3, 4, 6
+AXIS = 0  # Concat, exSoftmax13
+PERM = 0  # Transpose
+CONV_FUSIONS = ("Conv", "ConvRelu", "ConvAdd", "ConvMul", "ConvSigmoid", "ConvExSwish")
+PASS_THROUGH = ("exDataConvert",)
+
+
+def is_helper(t: Tensor) -> bool:
+    """`*_exSecondary` inputs are the compiler's layout/requantisation helpers."""
+    return t.name.endswith("_exSecondary")
+
+
+class GraphBuilder:
+    def __init__(self, model: VendorModel) -> None:
+        self.m = model
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.values: dict[int, str] = {}  # tensor index -> float32 value name
+        self.quantized = any(t.qnt_type == "int8" for t in model.tensors)
+        self.regs = int8.RegisterFile(model) if self.quantized else None
+        self._n = 0
+
+    def fresh(self, hint: str) -> str:
+        self._n += 1
+        return f"v{self._n}_{hint}"
+
+    def const(self, array: np.ndarray, hint: str) -> str:
+        name = self.fresh(hint)
+        self.inits.append(nh.from_array(array, name))
+        return name
+
+    def add(self, op: str, inputs: list[str], hint: str, **attrs: object) -> str:
+        out = self.fresh(hint)
+        self.nodes.append(oh.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def value(self, t: Tensor) -> str:
+        """The float32 value of tensor `t` (constants become initializers on first use)."""
+        if t.index not in self.values:
+            if t.kind not in CONST_KINDS:
+                raise VendorFormatError(
+                    f"vendor model: tensor '{t.name}' is used before any op writes it"
+                )
+            array = self.m.const(t).astype(np.float32)
+            if t.shape and array.size >= int(np.prod(t.shape)):
+                array = array[: int(np.prod(t.shape))].reshape(t.shape)
+            self.values[t.index] = self.const(array, "const")
+        return self.values[t.index]
+
+    def store(self, raw: str, t: Tensor) -> None:
+        """Round op output `raw` to the stored type of tensor `t`, as the NPU stores it."""
+        if t.qnt_type == "int8" and t.scale:
+            scale = self.const(np.array(t.scale[0], np.float32), "scale")
+            zp = self.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
+            q = self.add("QuantizeLinear", [raw, scale, zp], "q")
+            raw = self.add("DequantizeLinear", [q, scale, zp], "dq")
+        elif t.dtype == "float16":
+            half = self.add("Cast", [raw], "h", to=TensorProto.FLOAT16)
+            raw = self.add("Cast", [half], "f", to=TensorProto.FLOAT)
+        self.values[t.index] = raw
+
+
+def _io_dtype(m: VendorModel, t: Tensor) -> str:
+    dtype = m.io_types.get(t.name, {}).get("dtype") or t.dtype
+    if dtype not in _ONNX_TYPES:
+        raise VendorFormatError(f"vendor model: IO tensor '{t.name}' has unsupported type {dtype}")
+    return dtype
+
+
+def _conv(b: GraphBuilder, n: Node) -> str:
+    m = b.m
+    ins = [m.tensors[i] for i in n.inputs]
+    if len(ins) < 3:
+        raise VendorFormatError(f"vendor model: op {n.op_type} '{n.name}' lacks weight or bias")
+    x, w, bias = ins[:3]
+    group = n.attr_int(CONV_GROUP, 1) or 1
+    kernel = n.attr_ints(CONV_KERNEL)
+    if len(w.shape) != 4 or not kernel:
+        raise VendorFormatError(f"vendor model: op '{n.name}' has an undecodable weight shape")
+    oc, ic, kh, kw = w.shape
+    depthwise = group > 1 and oc == 1 and ic == group
+    if group > 1 and not depthwise:
+        raise VendorFormatError(f"vendor model: grouped convolution '{n.name}' is not supported")
+    if w.dtype == "float16":
+        wf = weights.unpack(m.data(w), "float16", w.native_shape, oc, ic, kh, kw, w.name)
+        wf = wf.astype(np.float32)
+        bf = m.const(bias, "<f4")
+        if bf.size < (ic if depthwise else oc):
+            raise VendorFormatError(f"vendor model: bias '{bias.name}' is too short")
+        bf = bf[: ic if depthwise else oc]
+    elif w.dtype == "int8":
+        wf, bf = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise)
+    else:
+        raise VendorFormatError(f"vendor model: conv weight type {w.dtype} is not supported")
+    if depthwise:
+        wf = wf.reshape(ic, 1, kh, kw)
+    attrs = dict(kernel_shape=kernel, group=group)
+    for key, slot in (("dilations", CONV_DILATIONS), ("pads", CONV_PADS),
+                      ("strides", CONV_STRIDES)):  # fmt: skip
+        value = n.attr_ints(slot)
+        if value:
+            attrs[key] = value
+    y = b.add("Conv", [b.value(x), b.const(wf, "w"), b.const(bf.astype(np.float32), "b")],
+              "conv", **attrs)  # fmt: skip
+    extra = [t for t in ins[3:] if not is_helper(t)]
+    if n.op_type in ("ConvAdd", "ConvMul"):
+        if len(extra) != 1:
+            raise VendorFormatError(f"vendor model: {n.op_type} '{n.name}' needs one operand")
+        return b.add(n.op_type[4:], [y, b.value(extra[0])], "fused")
+    if n.op_type == "ConvRelu":
+        return b.add("Relu", [y], "relu")
+    if n.op_type == "ConvSigmoid":
+        return b.add("Sigmoid", [y], "sigmoid")
+    if n.op_type == "ConvExSwish":
+        if b.quantized:  # the pre-activation scale lives in the LUT (issue 14: not decoded)
+            raise VendorFormatError(
+                f"vendor model: int8 op ConvExSwish '{n.name}' (its internal scale is not "
+                "decoded) is not supported"
+            )
+        return b.add("Mul", [y, b.add("Sigmoid", [y], "sigmoid")], "swish")
+    return y
+
+
+def _elementwise(b: GraphBuilder, n: Node) -> str:
+    real = [b.m.tensors[i] for i in n.inputs if not is_helper(b.m.tensors[i])]
+    if len(real) != 2:
+        raise VendorFormatError(f"vendor model: op {n.op_type} '{n.name}' needs two operands")
+    return b.add(n.op_type, [b.value(real[0]), b.value(real[1])], n.op_type.lower())
+
+
+def _single(b: GraphBuilder, n: Node) -> Tensor:
+    if not n.inputs:
+        raise VendorFormatError(f"vendor model: op {n.op_type} '{n.name}' has no input")
+    return b.m.tensors[n.inputs[0]]
+
+
+def _op(b: GraphBuilder, n: Node, out: Tensor) -> str:
+    kind = n.op_type
+    if kind in CONV_FUSIONS:
+        return _conv(b, n)
+    if kind in ("Add", "Mul", "Sub"):
+        return _elementwise(b, n)
+    x = b.value(_single(b, n))
+    if kind in ("Relu", "Sigmoid"):
+        return b.add(kind, [x], kind.lower())
+    if kind in PASS_THROUGH:
+        return b.add("Identity", [x], "cvt")
+    if kind == "Reshape":
+        return b.add("Reshape", [x, b.const(np.array(out.shape, np.int64), "shape")], "reshape")
+    if kind == "Transpose":
+        perm = n.attr_ints(PERM)
+        if not perm or sorted(perm) != list(range(len(out.shape))):
+            raise VendorFormatError(f"vendor model: Transpose '{n.name}' has no valid perm")
+        return b.add("Transpose", [x], "transpose", perm=perm)
+    if kind == "Concat":
+        real = [b.m.tensors[i] for i in n.inputs if not is_helper(b.m.tensors[i])]
+        return b.add("Concat", [b.value(t) for t in real], "concat", axis=n.attr_int(AXIS, 1))
+    if kind == "exSoftmax13":
+        return b.add("Softmax", [x], "softmax", axis=n.attr_int(AXIS, -1))
+    if kind == "MaxPool":
+        attrs = dict(kernel_shape=n.attr_ints(POOL_KERNEL), ceil_mode=n.attr_int(POOL_CEIL, 0))
+        for key, slot in (("pads", POOL_PADS), ("strides", POOL_STRIDES)):
+            if n.attr_ints(slot):
+                attrs[key] = n.attr_ints(slot)
+        if not attrs["kernel_shape"]:
+            raise VendorFormatError(f"vendor model: MaxPool '{n.name}' has no kernel shape")
+        return b.add("MaxPool", [x], "maxpool", **attrs)
+    raise VendorFormatError(f"vendor model: op {kind} ('{n.name}') is not supported")
+
+
+def rebuild(m: VendorModel) -> tuple[onnx.ModelProto, list[Tensor], list[Tensor]]:
+    """(ONNX model, input tensors, output tensors) for a parsed vendor model."""
+    b = GraphBuilder(m)
+    ins = [m.tensors[i] for i in m.inputs]
+    outs = [m.tensors[i] for i in m.outputs]
+    graph_in = []
+    for t in ins:
+        dtype = _io_dtype(m, t)
+        graph_in.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], t.shape))
+        if dtype == "int8":
+            scale = b.const(np.array(t.scale[0] if t.scale else 1.0, np.float32), "scale")
+            zp = b.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
+            b.values[t.index] = b.add("DequantizeLinear", [t.name, scale, zp], "in")
+        elif dtype != "float32":
+            b.values[t.index] = b.add("Cast", [t.name], "in", to=TensorProto.FLOAT)
+        else:
+            b.values[t.index] = b.add("Identity", [t.name], "in")
+    for n in m.nodes:
+        if n.op_type in ("InputOperator", "OutputOperator"):
+            continue
+        if not n.outputs:
+            raise VendorFormatError(f"vendor model: op {n.op_type} '{n.name}' has no output")
+        out = m.tensors[n.outputs[0]]
+        b.store(_op(b, n, out), out)
+    graph_out = []
+    for t in outs:
+        dtype = _io_dtype(m, t)
+        if t.index not in b.values:
+            raise VendorFormatError(f"vendor model: no op writes output '{t.name}'")
+        src = b.values[t.index]
+        if dtype == "int8":
+            scale = b.const(np.array(t.scale[0] if t.scale else 1.0, np.float32), "scale")
+            zp = b.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
+            b.nodes.append(oh.make_node("QuantizeLinear", [src, scale, zp], [t.name]))
+        elif dtype != "float32":
+            b.nodes.append(oh.make_node("Cast", [src], [t.name], to=_ONNX_TYPES[dtype]))
+        else:
+            b.nodes.append(oh.make_node("Identity", [src], [t.name]))
+        graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], t.shape))
+    graph = oh.make_graph(b.nodes, m.model_name or "vendor", graph_in, graph_out, b.inits)
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", OPSET)],
+                          producer_name="rknnrt-vendor-rknn")  # fmt: skip
+    model.ir_version = 8
+    return model, ins, outs

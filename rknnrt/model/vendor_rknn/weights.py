@@ -1,0 +1,55 @@
+"""Unpacking the NPU-packed convolution weights of a vendor file.
+
+A packed weight's native shape is one or more 6-tuples [OC1, IC1, KH, KW, OC2, IC2], each a
+tile stored as OC1 -> IC1 -> KH -> KW -> OC2 -> IC2 (IC2 fastest). Tiles follow one another,
+input channels first: a tile covers the next IC1*IC2 input channels of the current block of
+OC1*OC2 output channels; once the input channels are covered the next tile starts the next
+output block. Tiles of zero elements (depthwise files carry one) are placeholders. Padding
+channels (beyond the real OC and IC) are dropped.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from .flatbuf import VendorFormatError
+
+
+def _tiles(native: list[int], name: str) -> list[list[int]]:
+    if not native or len(native) % 6 or len(native) > 6 * 64 or min(native) < 0:
+        raise VendorFormatError(
+            f"vendor model: weight '{name}' has an undecodable packing {native}"
+        )
+    return [native[k : k + 6] for k in range(0, len(native), 6)]
+
+
+def unpack(raw: memoryview, dtype: str, native: list[int], oc: int, ic: int, kh: int, kw: int,
+           name: str) -> np.ndarray:  # fmt: skip
+    """The [oc, ic, kh, kw] weights of a packed constant (`ic` is 1 for depthwise)."""
+    tiles = [t for t in _tiles(native, name) if prod(t)]
+    data = np.frombuffer(raw, np.dtype(dtype))
+    out = np.zeros((oc, ic, kh, kw), data.dtype)
+    at = oc_off = ic_off = 0
+    for oc1, ic1, th, tw, oc2, ic2 in tiles:
+        count = oc1 * ic1 * th * tw * oc2 * ic2
+        if (th, tw) != (kh, kw) or at + count > data.size or oc_off >= oc:
+            raise VendorFormatError(
+                f"vendor model: weight '{name}' packing {native} does not fit its "
+                f"{[oc, ic, kh, kw]} shape or its {data.size} stored values"
+            )
+        block = data[at : at + count].reshape(oc1, ic1, kh, kw, oc2, ic2)
+        block = block.transpose(0, 4, 1, 5, 2, 3).reshape(oc1 * oc2, ic1 * ic2, kh, kw)
+        n_oc, n_ic = min(oc1 * oc2, oc - oc_off), min(ic1 * ic2, ic - ic_off)
+        if n_ic > 0:
+            out[oc_off : oc_off + n_oc, ic_off : ic_off + n_ic] = block[:n_oc, :n_ic]
+        at += count
+        ic_off += ic1 * ic2
+        if ic_off >= ic:
+            ic_off, oc_off = 0, oc_off + oc1 * oc2
+    if oc_off < oc:
+        raise VendorFormatError(
+            f"vendor model: weight '{name}' packing {native} covers {oc_off} of {oc} channels"
+        )
+    return out
