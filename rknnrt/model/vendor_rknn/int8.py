@@ -26,8 +26,8 @@ OUT_CVT = {
     "RKNPU t4": (0x40AC, 0x40B0, 0x40B4),  # rk3562
 }
 TASK = struct.Struct("<8IQ")  # flags, op index, enable mask, 3 x irq, count, offset, address
-CONV_ENABLE_MASK = 0x1D
-BIAS_GROUP = 8
+# Output channels per bias-blob group `[g x i32 A | g x i16 B | g x u16 C]` (NPU format).
+BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4}
 
 
 class RegisterFile:
@@ -43,8 +43,8 @@ class RegisterFile:
         regcmd = np.frombuffer(m.data(reg_t), "<u8", len(m.data(reg_t)) // 8)
         tasks = m.data(task_t)
         for k in range(len(tasks) // TASK.size):
-            _, op, enable, _, _, _, count, _, addr = TASK.unpack_from(tasks, k * TASK.size)
-            if op in self.by_op or enable != CONV_ENABLE_MASK:
+            _, op, _, _, _, _, count, _, addr = TASK.unpack_from(tasks, k * TASK.size)
+            if op in self.by_op:
                 continue
             first = addr // 8
             if addr % 8 or first + count > regcmd.size:
@@ -52,7 +52,10 @@ class RegisterFile:
             regs: dict[int, int] = {}
             for entry in regcmd[first : first + count].tolist():
                 regs.setdefault(entry & 0xFFFF, (entry >> 16) & 0xFFFFFFFF)
-            self.by_op[op] = regs
+            # the op's first task that programs the output conversion (a convolution task:
+            # enable mask 0x1d on rk3588, 0x1f on rk3566; pooling tasks do not set it)
+            if self.cvt is not None and all(r in regs for r in self.cvt):
+                self.by_op[op] = regs
 
     def out_cvt(self, n: Node) -> tuple[int, int, int]:
         regs = self.by_op.get(n.index)
@@ -65,15 +68,15 @@ class RegisterFile:
         return offset, scale, shift
 
 
-def _bias_blob(raw: memoryview, channels: int, name: str) -> tuple[np.ndarray, ...]:
-    groups = -(-channels // BIAS_GROUP)
-    if len(raw) < groups * 64:
+def _bias_blob(raw: memoryview, channels: int, group: int, name: str) -> tuple[np.ndarray, ...]:
+    groups, stride = -(-channels // group), 8 * group
+    if len(raw) < groups * stride:
         raise VendorFormatError(f"vendor model: int8 bias '{name}' is too short")
-    blob = np.frombuffer(raw, np.uint8, groups * 64).reshape(groups, 64)
-    a = blob[:, :32].copy().view("<i4").reshape(-1)[:channels].astype(np.float64)
-    b = blob[:, 32:48].copy().view("<i2").reshape(-1)[:channels].astype(np.float64)
-    c = blob[:, 48:64].copy().view("<u2").reshape(-1)[:channels].astype(np.float64)
-    return a, b, c
+    blob = np.frombuffer(raw, np.uint8, groups * stride).reshape(groups, stride)
+    a = blob[:, : 4 * group].copy().view("<i4").reshape(-1)[:channels].astype(np.float64)
+    b = blob[:, 4 * group : 6 * group].copy().view("<i2").reshape(-1)[:channels]
+    c = blob[:, 6 * group :].copy().view("<u2").reshape(-1)[:channels]
+    return a, b.astype(np.float64), c.astype(np.float64)
 
 
 def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor, y: Tensor,
@@ -86,7 +89,13 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
         oc, ic = ic, 1
     if not (x.scale and y.scale):
         raise VendorFormatError(f"vendor model: int8 op '{n.name}' lacks IO scales")
-    a, b, c = _bias_blob(_data(regs, bias), oc, bias.name)
+    group = BIAS_GROUP.get(regs.model.npu_format)
+    if group is None:
+        raise VendorFormatError(
+            f"vendor model: int8 convolutions of NPU format '{regs.model.npu_format}' "
+            f"(op '{n.name}') are not decoded"
+        )
+    a, b, c = _bias_blob(_data(regs, bias), oc, group, bias.name)
     _, scale, shift = regs.out_cvt(n)
     if shift > 63 or scale == 0:
         raise VendorFormatError(f"vendor model: int8 op '{n.name}' has an invalid OUT_CVT")

@@ -44,6 +44,8 @@ class GraphBuilder:
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self.values: dict[int, str] = {}  # tensor index -> float32 value name
+        # int8 tensors: tensor index -> (int8 value, scale, zero point) names
+        self.int8_values: dict[int, tuple[str, str, str]] = {}
         self.quantized = any(t.qnt_type == "int8" for t in model.tensors)
         self.regs = int8.RegisterFile(model) if self.quantized else None
         self._n = 0
@@ -75,6 +77,18 @@ class GraphBuilder:
             self.values[t.index] = self.const(array, "const")
         return self.values[t.index]
 
+    def conv_input(self, t: Tensor) -> str:
+        """The float value of `t` for a Conv. An int8 tensor is dequantised arithmetically
+        (Cast, Sub, Mul: the same float operations as DequantizeLinear) so that onnxruntime does
+        not see the DequantizeLinear -> Conv pattern it would rewrite by quantising the float
+        weights per tensor (its WeightBiasQuantization), which changes results."""
+        if t.index not in self.int8_values:
+            return self.value(t)
+        q, scale, zp = self.int8_values[t.index]
+        x = self.add("Cast", [q], "i2f", to=TensorProto.FLOAT)
+        zp_f = self.add("Cast", [zp], "zpf", to=TensorProto.FLOAT)
+        return self.add("Mul", [self.add("Sub", [x, zp_f], "sub"), scale], "deq")
+
     def store(self, raw: str, t: Tensor) -> None:
         """Round op output `raw` to the stored type of tensor `t`, as the NPU stores it."""
         if t.qnt_type == "int8" and t.scale:
@@ -82,6 +96,7 @@ class GraphBuilder:
             zp = self.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
             q = self.add("QuantizeLinear", [raw, scale, zp], "q")
             raw = self.add("DequantizeLinear", [q, scale, zp], "dq")
+            self.int8_values[t.index] = (q, scale, zp)
         elif t.dtype == "float16":
             half = self.add("Cast", [raw], "h", to=TensorProto.FLOAT16)
             raw = self.add("Cast", [half], "f", to=TensorProto.FLOAT)
@@ -128,7 +143,7 @@ def _conv(b: GraphBuilder, n: Node) -> str:
         value = n.attr_ints(slot)
         if value:
             attrs[key] = value
-    y = b.add("Conv", [b.value(x), b.const(wf, "w"), b.const(bf.astype(np.float32), "b")],
+    y = b.add("Conv", [b.conv_input(x), b.const(wf, "w"), b.const(bf.astype(np.float32), "b")],
               "conv", **attrs)  # fmt: skip
     extra = [t for t in ins[3:] if not is_helper(t)]
     if n.op_type in ("ConvAdd", "ConvMul"):
@@ -138,6 +153,11 @@ def _conv(b: GraphBuilder, n: Node) -> str:
     if n.op_type == "ConvRelu":
         return b.add("Relu", [y], "relu")
     if n.op_type == "ConvSigmoid":
+        if b.quantized:
+            raise VendorFormatError(
+                f"vendor model: int8 op ConvSigmoid '{n.name}' (its pre-activation scale is "
+                "not decoded) is not supported"
+            )
         return b.add("Sigmoid", [y], "sigmoid")
     if n.op_type == "ConvExSwish":
         if b.quantized:  # the pre-activation scale lives in the LUT (issue 14: not decoded)
@@ -181,7 +201,8 @@ def _op(b: GraphBuilder, n: Node, out: Tensor) -> str:
             raise VendorFormatError(f"vendor model: Transpose '{n.name}' has no valid perm")
         return b.add("Transpose", [x], "transpose", perm=perm)
     if kind == "Concat":
-        real = [b.m.tensors[i] for i in n.inputs if not is_helper(b.m.tensors[i])]
+        real = [t for t in (b.m.tensors[i] for i in n.inputs)
+                if not is_helper(t) and t.kind not in CONST_KINDS]
         return b.add("Concat", [b.value(t) for t in real], "concat", axis=n.attr_int(AXIS, 1))
     if kind == "exSoftmax13":
         return b.add("Softmax", [x], "softmax", axis=n.attr_int(AXIS, -1))
@@ -209,6 +230,7 @@ def rebuild(m: VendorModel) -> tuple[onnx.ModelProto, list[Tensor], list[Tensor]
             scale = b.const(np.array(t.scale[0] if t.scale else 1.0, np.float32), "scale")
             zp = b.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
             b.values[t.index] = b.add("DequantizeLinear", [t.name, scale, zp], "in")
+            b.int8_values[t.index] = (t.name, scale, zp)
         elif dtype != "float32":
             b.values[t.index] = b.add("Cast", [t.name], "in", to=TensorProto.FLOAT)
         else:
