@@ -27,7 +27,7 @@ OUT_CVT = {
 }
 TASK = struct.Struct("<8IQ")  # flags, op index, enable mask, 3 x irq, count, offset, address
 # Output channels per bias-blob group `[g x i32 A | g x i16 B | g x u16 C]` (NPU format).
-BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4}
+BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8}
 
 
 class RegisterFile:
@@ -83,7 +83,16 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
                  depthwise: bool) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Float weights [oc, ic, kh, kw] and bias [oc] reproducing the NPU's int8 conv."""
     oc, ic, kh, kw = w.shape
-    q = weights.unpack(_data(regs, w), "int8", w.native_shape, oc, ic, kh, kw, w.name)
+    if regs.model.npu_format == "RKNPU f2" and depthwise:
+        raise VendorFormatError(
+            f"vendor model: rk3576 int8 depthwise weight '{w.name}' (interleaved with its zero "
+            "points) is not decoded"
+        )
+    if regs.model.npu_format == "RKNPU f2" and len(w.native_shape) == 6 and \
+            w.native_shape[-1] == 4 and not depthwise:
+        q = weights.unpack_kh_oc_kw_ic4(_data(regs, w), w.native_shape, oc, ic, kh, kw, w.name)
+    else:
+        q = weights.unpack(_data(regs, w), "int8", w.native_shape, oc, ic, kh, kw, w.name)
     if depthwise:  # channels live on the input axis of the packed form
         q = q.reshape(ic, 1, kh, kw)
         oc, ic = ic, 1
