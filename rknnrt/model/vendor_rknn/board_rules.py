@@ -4,7 +4,11 @@ docs/vendor-rknn.md): they were derived from toolkit 2.5.0 builds and its logs.
 
 - w_stride of a 4-D NHWC input = W rounded up to the input tensor's width alignment (tensor
   field 20: 16 on rk3588/rk3576, 8 on rk3566, as rknnrt's platform table says).
-- native C1 = allocated size / (N * H * W * C2 * itemsize) for NC1HWC2 tensors.
+- native NC1HWC2 dims = [N, ceil(C / C2), H, W, C2] with C2 from the tensor's stored native
+  shape (field 3). NOT the prototype's "C1 from the allocated size": allocations (field 12) are
+  rounded up, and the stored C1 itself sometimes exceeds ceil(C / C2) (e.g. 6 channels stored
+  as [1, 2, 10, 11, 16] on rk3588 int8); which one a board reports is open
+  (docs/vendor-rknn.md lists the cases).
 - 4-D inputs with C in {1, 3, 4} are NHWC natively, others NC1HWC2.
 
 rknnrt's runtime computes native attributes from its platform table (core/attrs.py);
@@ -47,8 +51,9 @@ def native_attrs(m: VendorModel, t: Tensor, is_input: bool) -> dict:
     c2 = t.native_shape[-1] if len(t.native_shape) == 5 else 0
     if c2 <= 0 or t.size <= 0:
         raise VendorFormatError(f"vendor model: tensor '{t.name}' has no native NC1HWC2 shape")
-    c1 = t.size // (n * h * w * c2 * es)
-    return dict(fmt="NC1HWC2", dims=[n, c1, h, w, c2], w_stride=0, size_with_stride=t.size)
+    c1 = -(-c // c2)
+    return dict(fmt="NC1HWC2", dims=[n, c1, h, w, c2], w_stride=0,
+                size_with_stride=n * c1 * h * w * c2 * es)  # fmt: skip
 
 
 def check(m: VendorModel) -> None:
