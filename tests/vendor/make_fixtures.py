@@ -88,8 +88,14 @@ def m_swish(rng):
     inits = [_w(rng, "c_w", 6, 3, 3, 3), _w(rng, "c_b", 6, s=0.1),
              nh.from_array(np.array([1, 6, 64], np.int64), "shp")]  # fmt: skip
     nodes = [
-        h.make_node("Conv", ["x", "c_w", "c_b"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3],
-                    strides=[2, 2]),  # fmt: skip
+        h.make_node(
+            "Conv",
+            ["x", "c_w", "c_b"],
+            ["c"],
+            pads=[1, 1, 1, 1],
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+        ),  # fmt: skip
         h.make_node("Sigmoid", ["c"], ["sg"]),
         h.make_node("Mul", ["c", "sg"], ["sw"]),
         h.make_node("Reshape", ["sw", "shp"], ["rs"]),
@@ -103,8 +109,9 @@ def m_swish(rng):
 
 def m_twoinput(rng):
     """two inputs: a 1x1 conv on an image, a gemm on a vector, broadcast add."""
+    shape = nh.from_array(np.array([1, 4, 1, 1], np.int64), "shp")
     inits = [_w(rng, "c_w", 4, 3, 1, 1), _w(rng, "c_b", 4, s=0.1), _w(rng, "g_w", 16, 4, s=0.2),
-             _w(rng, "g_b", 4, s=0.1), nh.from_array(np.array([1, 4, 1, 1], np.int64), "shp")]  # fmt: skip
+             _w(rng, "g_b", 4, s=0.1), shape]  # fmt: skip
     nodes = [
         h.make_node("Conv", ["x1", "c_w", "c_b"], ["c"], kernel_shape=[1, 1]),
         h.make_node("Gemm", ["x2", "g_w", "g_b"], ["g"]),
@@ -138,8 +145,14 @@ def m_gap(rng):
     nodes = [
         h.make_node("Conv", ["x", "c1_w", "c1_b"], ["c1"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
         h.make_node("Relu", ["c1"], ["r1"]),
-        h.make_node("Conv", ["r1", "c2_w", "c2_b"], ["c2"], pads=[1, 1, 1, 1], kernel_shape=[3, 3],
-                    strides=[2, 2]),  # fmt: skip
+        h.make_node(
+            "Conv",
+            ["r1", "c2_w", "c2_b"],
+            ["c2"],
+            pads=[1, 1, 1, 1],
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+        ),  # fmt: skip
         h.make_node("Relu", ["c2"], ["r2"]),
         h.make_node("GlobalAveragePool", ["r2"], ["g"]),
         h.make_node("Flatten", ["g"], ["f"], axis=1),
@@ -170,8 +183,9 @@ def m_sigmoid(rng):
         h.make_node("Sigmoid", ["ga"], ["gs"]),
         h.make_node("Conv", ["x", "gb_w", "gb_b"], ["gb"], kernel_shape=[1, 1]),
         h.make_node("Mul", ["gs", "gb"], ["m"]),
-        h.make_node("MaxPool", ["m"], ["y"], kernel_shape=[3, 3], strides=[1, 1],
-                    pads=[1, 1, 1, 1]),  # fmt: skip
+        h.make_node(
+            "MaxPool", ["m"], ["y"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1]
+        ),  # fmt: skip
     ]
     return nodes, inits, [_vi("x", [1, 4, 10, 12])], [_vi("y", [1, 6, 10, 12])]
 
@@ -308,7 +322,7 @@ def build_one(name: str, platform: str, dtype: str, out_dir: str, work: str) -> 
     assert rknn.export_rknn(os.path.join(out_dir, stem + ".rknn")) == 0
     assert rknn.init_runtime() == 0  # the simulator: never pass target=
     arrays = {}
-    for k, xs in enumerate(tests):
+    for xs in tests:
         outs = rknn.inference(inputs=xs, data_format=["nchw"] * len(xs))
         for i, x in enumerate(xs):
             arrays.setdefault(f"in{i}", []).append(x)

@@ -100,15 +100,19 @@ def test_native_attrs_equal_the_files_stored_values(stem: str, make_ctx) -> None
     vendor = fileformat.parse(memoryview(data))
     ctx = make_ctx(data)
     stride_mismatch = []
-    for is_input, indices, cmd in ((True, vendor.inputs, rk.RKNN_QUERY_NATIVE_INPUT_ATTR),
-                                   (False, vendor.outputs, rk.RKNN_QUERY_NATIVE_OUTPUT_ATTR)):  # fmt: skip
+    sides = (
+        (True, vendor.inputs, rk.RKNN_QUERY_NATIVE_INPUT_ATTR),
+        (False, vendor.outputs, rk.RKNN_QUERY_NATIVE_OUTPUT_ATTR),
+    )
+    for is_input, indices, cmd in sides:
         for k, index in enumerate(indices):
             expected = board_rules.native_attrs(vendor, vendor.tensors[index], is_input)
             attr = _query_attr(ctx, cmd, k)
             assert attr.fmt == _FMTS[expected["fmt"]], (stem, k)
             assert list(attr.dims[: attr.n_dims]) == expected["dims"], (stem, k)
             if (attr.w_stride, attr.size_with_stride) != (
-                expected["w_stride"], expected["size_with_stride"]
+                expected["w_stride"],
+                expected["size_with_stride"],
             ):
                 stride_mismatch.append((k, attr.w_stride, expected["w_stride"]))
             else:

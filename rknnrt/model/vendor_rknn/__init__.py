@@ -8,6 +8,7 @@ See docs/vendor-rknn.md for every field relied on and what is supported per plat
 from __future__ import annotations
 
 import hashlib
+from math import prod
 
 from ..meta import MemoryPlan, ModelMeta, PlannedTensor, TensorSpec
 from . import board_rules, fileformat, rebuild
@@ -17,18 +18,30 @@ from .flatbuf import VendorFormatError
 __all__ = ["VendorFormatError", "to_sections", "parse_meta"]
 
 WEIGHT_ALIGN = 64
+MAX_IO_ELEMENTS = 1 << 28  # a larger model input or output is a corrupted shape
+MAX_RANK = 8
+MAX_INTERNAL = 1 << 30  # bytes of internal memory a corrupted size could otherwise demand
 
 
 def _spec(m: VendorModel, t: Tensor, norm: fileformat.InputNorm | None) -> TensorSpec:
+    if not 0 < len(t.shape) <= MAX_RANK or min(t.shape) <= 0 or \
+            prod(t.shape) > MAX_IO_ELEMENTS:  # fmt: skip
+        raise VendorFormatError(f"vendor model: IO tensor '{t.name}' has an invalid shape")
     dtype = m.io_types.get(t.name, {}).get("dtype") or t.dtype
     spec = TensorSpec(t.name, list(t.shape), dtype, "NCHW" if len(t.shape) == 4 else "UNDEFINED")
     if dtype == "int8" and t.scale:
-        spec.qnt_type, spec.scale, spec.zp = "AFFINE", float(t.scale[0]), int(t.zp[0] if t.zp else 0)
+        spec.qnt_type, spec.scale, spec.zp = (
+            "AFFINE",
+            float(t.scale[0]),
+            int(t.zp[0] if t.zp else 0),
+        )
     if norm is not None and len(t.shape) == 4:
         channels = t.shape[1]
         mean, std = norm.mean[:channels], norm.std[:channels]
-        if len(mean) == channels and len(std) == channels and (
-            any(v != 0 for v in mean) or any(v != 1 for v in std)
+        if (
+            len(mean) == channels
+            and len(std) == channels
+            and (any(v != 0 for v in mean) or any(v != 1 for v in std))
         ):
             spec.mean, spec.std = mean, std
     return spec
@@ -37,6 +50,8 @@ def _spec(m: VendorModel, t: Tensor, norm: fileformat.InputNorm | None) -> Tenso
 def _weight_image(m: VendorModel) -> bytes:
     """The weight memory: the file's constant buffers, 64-byte aligned, in tensor order, in
     exactly the stored total weight size (the board's own layout inside it is not stored)."""
+    if not 0 <= m.weight_size <= 16 * sum(len(b) for b in m.buffers) + (1 << 20):
+        raise VendorFormatError(f"vendor model: implausible weight size {m.weight_size}")
     image = bytearray(m.weight_size)
     at = 0
     for t in m.tensors:
@@ -55,6 +70,8 @@ def parse_meta(m: VendorModel, weights_size: int) -> ModelMeta:
         raise VendorFormatError(
             f"vendor model: '{m.shape_mode}' models (dynamic shapes) are not supported"
         )
+    if not 0 <= m.internal_size <= MAX_INTERNAL:
+        raise VendorFormatError(f"vendor model: implausible internal size {m.internal_size}")
     norms = m.norms
     inputs = [_spec(m, m.tensors[i], norms[k] if k < len(norms) else None)
               for k, i in enumerate(m.inputs)]  # fmt: skip
@@ -63,7 +80,9 @@ def parse_meta(m: VendorModel, weights_size: int) -> ModelMeta:
         PlannedTensor(t.name, t.offset, t.size)
         for t in m.tensors
         if t.kind in (KIND_INPUT, KIND_OUTPUT, KIND_FEATURE)
-        and 0 <= t.offset and 0 < t.size and t.offset + t.size <= m.internal_size
+        and 0 <= t.offset
+        and 0 < t.size
+        and t.offset + t.size <= m.internal_size
     ]
     board_rules.check(m)
     return ModelMeta(
@@ -88,6 +107,8 @@ def to_sections(buf: memoryview) -> tuple[bytes, bytes, bytes]:
         raise
     except (ValueError, TypeError, KeyError, IndexError, OverflowError, MemoryError) as exc:
         # numpy/onnx on hostile values: one line, never a traceback
-        raise VendorFormatError(f"vendor model: malformed content ({type(exc).__name__}: "
-                                f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+        raise VendorFormatError(
+            f"vendor model: malformed content ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from None
     return meta.to_json(), graph.SerializeToString(), weights

@@ -61,8 +61,10 @@ def check(m: VendorModel) -> None:
     computed from its platform table, would be wrong for this file)."""
     for k, i in enumerate(m.inputs):
         t = m.tensors[i]
-        if len(t.shape) == 4 and t.shape[1] in NHWC_INPUT_CHANNELS and t.width_align not in (
-            0, 4, 8, 16, 32
+        if (
+            len(t.shape) == 4
+            and t.shape[1] in NHWC_INPUT_CHANNELS
+            and t.width_align not in (0, 4, 8, 16, 32)
         ):
             raise VendorFormatError(
                 f"vendor model: input {k} has an unexpected width alignment {t.width_align}"

@@ -88,8 +88,12 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
             f"vendor model: rk3576 int8 depthwise weight '{w.name}' (interleaved with its zero "
             "points) is not decoded"
         )
-    if regs.model.npu_format == "RKNPU f2" and len(w.native_shape) == 6 and \
-            w.native_shape[-1] == 4 and not depthwise:
+    if (
+        regs.model.npu_format == "RKNPU f2"
+        and len(w.native_shape) == 6
+        and w.native_shape[-1] == 4
+        and not depthwise
+    ):
         q = weights.unpack_kh_oc_kw_ic4(_data(regs, w), w.native_shape, oc, ic, kh, kw, w.name)
     else:
         q = weights.unpack(_data(regs, w), "int8", w.native_shape, oc, ic, kh, kw, w.name)

@@ -201,8 +201,11 @@ def _op(b: GraphBuilder, n: Node, out: Tensor) -> str:
             raise VendorFormatError(f"vendor model: Transpose '{n.name}' has no valid perm")
         return b.add("Transpose", [x], "transpose", perm=perm)
     if kind == "Concat":
-        real = [t for t in (b.m.tensors[i] for i in n.inputs)
-                if not is_helper(t) and t.kind not in CONST_KINDS]
+        real = [
+            t
+            for t in (b.m.tensors[i] for i in n.inputs)
+            if not is_helper(t) and t.kind not in CONST_KINDS
+        ]
         return b.add("Concat", [b.value(t) for t in real], "concat", axis=n.attr_int(AXIS, 1))
     if kind == "exSoftmax13":
         return b.add("Softmax", [x], "softmax", axis=n.attr_int(AXIS, -1))

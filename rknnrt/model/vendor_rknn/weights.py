@@ -29,7 +29,12 @@ def unpack(raw: memoryview, dtype: str, native: list[int], oc: int, ic: int, kh:
            name: str) -> np.ndarray:  # fmt: skip
     """The [oc, ic, kh, kw] weights of a packed constant (`ic` is 1 for depthwise)."""
     tiles = [t for t in _tiles(native, name) if prod(t)]
-    data = np.frombuffer(raw, np.dtype(dtype))
+    data = np.frombuffer(raw, np.dtype(dtype), len(raw) // np.dtype(dtype).itemsize)
+    if min(oc, ic, kh, kw) <= 0 or oc * ic * kh * kw > data.size:
+        raise VendorFormatError(
+            f"vendor model: weight '{name}' of shape {[oc, ic, kh, kw]} exceeds its "
+            f"{data.size} stored values"
+        )
     out = np.zeros((oc, ic, kh, kw), data.dtype)
     at = oc_off = ic_off = 0
     for oc1, ic1, th, tw, oc2, ic2 in tiles:
@@ -62,6 +67,8 @@ def unpack_kh_oc_kw_ic4(raw: memoryview, native: list[int], oc: int, ic: int, kh
     buffer holds that much (zeros may follow); other sizes (3x3 kernels in 3*16*3*4 bytes)
     are not decoded. Inferred from toolkit 2.5.0 builds (docs/vendor-rknn.md)."""
     data = np.frombuffer(raw, np.int8)
+    if min(oc, ic, kh, kw) <= 0 or oc * ic * kh * kw > data.size:
+        raise VendorFormatError(f"vendor model: weight '{name}' exceeds its stored values")
     oc_pad = -(-oc // 16) * 16
     if kw == 1 and data.size == kh * oc_pad * 4:
         kw_pad = 1
