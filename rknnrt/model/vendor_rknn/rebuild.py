@@ -9,6 +9,8 @@ module cannot decode raises VendorFormatError naming it; nothing is approximated
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 from onnx import TensorProto
@@ -29,7 +31,6 @@ CONV_DILATIONS, CONV_GROUP, CONV_KERNEL, CONV_PADS, CONV_STRIDES = 1, 2, 3, 4, 5
 POOL_CEIL, POOL_KERNEL, POOL_PADS, POOL_STRIDES = 1, 3, 4, 6
 AXIS = 0  # Concat, exSoftmax13
 PERM = 0  # Transpose
-CONV_FUSIONS = ("Conv", "ConvRelu", "ConvAdd", "ConvMul", "ConvSigmoid", "ConvExSwish")
 PASS_THROUGH = ("exDataConvert",)
 
 
@@ -113,9 +114,12 @@ def _io_dtype(m: VendorModel, t: Tensor) -> str:
 def _conv(b: GraphBuilder, n: Node) -> str:
     m = b.m
     ins = [m.tensors[i] for i in n.inputs]
-    if len(ins) < 3:
-        raise VendorFormatError(f"vendor model: op {n.op_type} '{n.name}' lacks weight or bias")
-    x, w, bias = ins[:3]
+    if len(ins) < 2:
+        raise VendorFormatError(f"vendor model: op {n.op_type} '{n.name}' lacks its weight")
+    x, w = ins[:2]
+    # A convolution the compiler tiled (`*_tile1`) may come without a bias.
+    bias = ins[2] if len(ins) > 2 and ins[2].kind in CONST_KINDS else None
+    rest = ins[3:] if bias is not None else ins[2:]
     group = n.attr_int(CONV_GROUP, 1) or 1
     kernel = n.attr_ints(CONV_KERNEL)
     if len(w.shape) != 4 or not kernel:
@@ -127,11 +131,13 @@ def _conv(b: GraphBuilder, n: Node) -> str:
     if w.dtype == "float16":
         wf = weights.unpack(m.data(w), "float16", w.native_shape, oc, ic, kh, kw, w.name)
         wf = wf.astype(np.float32)
-        bf = m.const(bias, "<f4")
+        bf = m.const(bias, "<f4") if bias is not None else np.zeros(oc, np.float32)
         if bf.size < (ic if depthwise else oc):
-            raise VendorFormatError(f"vendor model: bias '{bias.name}' is too short")
+            raise VendorFormatError(f"vendor model: the bias of '{n.name}' is too short")
         bf = bf[: ic if depthwise else oc]
     elif w.dtype == "int8":
+        if bias is None:  # the scales are recovered from the bias blob
+            raise VendorFormatError(f"vendor model: int8 op '{n.name}' without a bias blob")
         wf, bf = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise)
     else:
         raise VendorFormatError(f"vendor model: conv weight type {w.dtype} is not supported")
@@ -145,28 +151,32 @@ def _conv(b: GraphBuilder, n: Node) -> str:
             attrs[key] = value
     y = b.add("Conv", [b.conv_input(x), b.const(wf, "w"), b.const(bf.astype(np.float32), "b")],
               "conv", **attrs)  # fmt: skip
-    extra = [t for t in ins[3:] if not is_helper(t)]
-    if n.op_type in ("ConvAdd", "ConvMul"):
-        if len(extra) != 1:
-            raise VendorFormatError(f"vendor model: {n.op_type} '{n.name}' needs one operand")
-        return b.add(n.op_type[4:], [y, b.value(extra[0])], "fused")
-    if n.op_type == "ConvRelu":
-        return b.add("Relu", [y], "relu")
-    if n.op_type == "ConvSigmoid":
-        if b.quantized:
+    extra = [t for t in rest if not is_helper(t)]
+    for step in _fusion_steps(n.op_type):
+        if step in ("Add", "Mul"):
+            if len(extra) != 1:
+                raise VendorFormatError(f"vendor model: {n.op_type} '{n.name}' needs one operand")
+            y = b.add(step, [y, b.value(extra[0])], "fused")
+        elif step == "Relu":
+            y = b.add("Relu", [y], "relu")
+        elif b.quantized:  # the pre-activation scale lives in a LUT: not decoded
             raise VendorFormatError(
-                f"vendor model: int8 op ConvSigmoid '{n.name}' (its pre-activation scale is "
-                "not decoded) is not supported"
-            )
-        return b.add("Sigmoid", [y], "sigmoid")
-    if n.op_type == "ConvExSwish":
-        if b.quantized:  # the pre-activation scale lives in the LUT (issue 14: not decoded)
-            raise VendorFormatError(
-                f"vendor model: int8 op ConvExSwish '{n.name}' (its internal scale is not "
+                f"vendor model: int8 op {n.op_type} '{n.name}' (its pre-activation scale is not "
                 "decoded) is not supported"
             )
-        return b.add("Mul", [y, b.add("Sigmoid", [y], "sigmoid")], "swish")
+        elif step == "Sigmoid":
+            y = b.add("Sigmoid", [y], "sigmoid")
+        else:  # ExSwish
+            y = b.add("Mul", [y, b.add("Sigmoid", [y], "sigmoid")], "swish")
     return y
+
+
+def _fusion_steps(op_type: str) -> list[str]:
+    """'ConvAddRelu' -> ['Add', 'Relu']: what the compiler fused after the convolution."""
+    steps = re.findall(r"Add|Mul|Relu|Sigmoid|ExSwish", op_type[4:])
+    if "".join(steps) != op_type[4:]:
+        raise VendorFormatError(f"vendor model: op {op_type} is not supported")
+    return steps
 
 
 def _elementwise(b: GraphBuilder, n: Node) -> str:
@@ -174,6 +184,24 @@ def _elementwise(b: GraphBuilder, n: Node) -> str:
     if len(real) != 2:
         raise VendorFormatError(f"vendor model: op {n.op_type} '{n.name}' needs two operands")
     return b.add(n.op_type, [b.value(real[0]), b.value(real[1])], n.op_type.lower())
+
+
+def _split(b: GraphBuilder, n: Node) -> None:
+    """Split (the compiler cuts wide convolutions along the channels): the parts' sizes are
+    their stored shapes along the axis (attribute slot 0)."""
+    x = _single(b, n)
+    outs = [b.m.tensors[i] for i in n.outputs]
+    axis = n.attr_int(AXIS, 1)
+    if not 0 <= axis < len(x.shape) or any(len(t.shape) != len(x.shape) for t in outs):
+        raise VendorFormatError(f"vendor model: Split '{n.name}' has an invalid axis")
+    sizes = [t.shape[axis] for t in outs]
+    if sum(sizes) != x.shape[axis]:
+        raise VendorFormatError(f"vendor model: Split '{n.name}' parts do not add up")
+    names = [b.fresh("split") for _ in outs]
+    sizes_name = b.const(np.array(sizes, np.int64), "sizes")
+    b.nodes.append(oh.make_node("Split", [b.value(x), sizes_name], names, axis=axis))
+    for t, name in zip(outs, names):
+        b.store(name, t)
 
 
 def _single(b: GraphBuilder, n: Node) -> Tensor:
@@ -184,7 +212,7 @@ def _single(b: GraphBuilder, n: Node) -> Tensor:
 
 def _op(b: GraphBuilder, n: Node, out: Tensor) -> str:
     kind = n.op_type
-    if kind in CONV_FUSIONS:
+    if kind.startswith("Conv") and kind[4:5] in ("", "A", "M", "R", "S", "E"):
         return _conv(b, n)
     if kind in ("Add", "Mul", "Sub"):
         return _elementwise(b, n)
@@ -243,6 +271,9 @@ def rebuild(m: VendorModel) -> tuple[onnx.ModelProto, list[Tensor], list[Tensor]
             continue
         if not n.outputs:
             raise VendorFormatError(f"vendor model: op {n.op_type} '{n.name}' has no output")
+        if n.op_type == "Split":
+            _split(b, n)
+            continue
         out = m.tensors[n.outputs[0]]
         b.store(_op(b, n, out), out)
     graph_out = []
