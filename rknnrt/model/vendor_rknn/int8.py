@@ -11,6 +11,7 @@ the per-channel weight scale is s_w = C / 2^14 * scale / 2^shift * s_out / s_in
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -79,9 +80,20 @@ def _bias_blob(raw: memoryview, channels: int, group: int, name: str) -> tuple[n
     return a, b.astype(np.float64), c.astype(np.float64)
 
 
+@dataclass
+class ConvInt8:
+    """An int8 convolution's weights as the NPU computes with them: float weights
+    (q - zw) * scale per output channel, and the float bias."""
+
+    q: np.ndarray  # int8 [oc, ic, kh, kw] (depthwise: [channels, 1, kh, kw])
+    zw: np.ndarray  # float32 [oc]
+    scale: np.ndarray  # float32 [oc]
+    bias: np.ndarray  # float32 [oc]
+
+
 def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor, y: Tensor,
-                 depthwise: bool) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """Float weights [oc, ic, kh, kw] and bias [oc] reproducing the NPU's int8 conv."""
+                 depthwise: bool) -> ConvInt8:  # fmt: skip
+    """The weights and bias reproducing the NPU's int8 convolution `n`."""
     oc, ic, kh, kw = w.shape
     if regs.model.npu_format == "RKNPU f2" and depthwise:
         raise VendorFormatError(
@@ -117,9 +129,8 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
     s_w = c / 2.0**14 * (scale / 2.0**shift) * s_out / s_in
     qw = q.astype(np.float64) - zw[:, None, None, None]
     zp_in = float(x.zp[0]) if x.zp else 0.0
-    wf = qw * s_w[:, None, None, None]
     bf = (a + zp_in * qw.reshape(oc, -1).sum(1)) * s_in * s_w
-    return wf.astype(np.float32), bf.astype(np.float32)
+    return ConvInt8(q, zw.astype(np.float32), s_w.astype(np.float32), bf.astype(np.float32))
 
 
 def _data(regs: RegisterFile, t: Tensor) -> memoryview:

@@ -15,7 +15,6 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 from onnx import helper as oh
-from onnx import numpy_helper as nh
 
 from . import int8, weights
 from .fileformat import CONST_KINDS, Node, Tensor, VendorModel
@@ -43,7 +42,9 @@ class GraphBuilder:
     def __init__(self, model: VendorModel) -> None:
         self.m = model
         self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
+        # initializers are written straight into the graph (one copy of each weight)
+        self.model = onnx.ModelProto(ir_version=8, producer_name="rknnrt-vendor-rknn")
+        self.graph = self.model.graph
         self.values: dict[int, str] = {}  # tensor index -> float32 value name
         # int8 tensors: tensor index -> (int8 value, scale, zero point) names
         self.int8_values: dict[int, tuple[str, str, str]] = {}
@@ -57,7 +58,11 @@ class GraphBuilder:
 
     def const(self, array: np.ndarray, hint: str) -> str:
         name = self.fresh(hint)
-        self.inits.append(nh.from_array(array, name))
+        tensor = self.graph.initializer.add()
+        tensor.name = name
+        tensor.data_type = oh.np_dtype_to_tensor_dtype(array.dtype)
+        tensor.dims.extend(array.shape)
+        tensor.raw_data = np.ascontiguousarray(array).tobytes()
         return name
 
     def add(self, op: str, inputs: list[str], hint: str, **attrs: object) -> str:
@@ -128,9 +133,13 @@ def _conv(b: GraphBuilder, n: Node) -> str:
     depthwise = group > 1 and oc == 1 and ic == group
     if group > 1 and not depthwise:
         raise VendorFormatError(f"vendor model: grouped convolution '{n.name}' is not supported")
+    # The weights stay in their stored type inside the graph (half or a quarter of float32
+    # bytes to serialise and load); onnxruntime folds the conversion once at session creation.
     if w.dtype == "float16":
-        wf = weights.unpack(m.data(w), "float16", w.native_shape, oc, ic, kh, kw, w.name)
-        wf = wf.astype(np.float32)
+        w16 = weights.unpack(m.data(w), "float16", w.native_shape, oc, ic, kh, kw, w.name)
+        if depthwise:
+            w16 = w16.reshape(ic, 1, kh, kw)
+        weight = b.add("Cast", [b.const(w16, "w")], "wf", to=TensorProto.FLOAT)
         bf = m.const(bias, "<f4") if bias is not None else np.zeros(oc, np.float32)
         if bf.size < (ic if depthwise else oc):
             raise VendorFormatError(f"vendor model: the bias of '{n.name}' is too short")
@@ -138,18 +147,21 @@ def _conv(b: GraphBuilder, n: Node) -> str:
     elif w.dtype == "int8":
         if bias is None:  # the scales are recovered from the bias blob
             raise VendorFormatError(f"vendor model: int8 op '{n.name}' without a bias blob")
-        wf, bf = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise)
+        conv = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise)
+        per_channel = (-1, 1, 1, 1)
+        q = b.add("Cast", [b.const(conv.q, "wq")], "wqf", to=TensorProto.FLOAT)
+        centred = b.add("Sub", [q, b.const(conv.zw.reshape(per_channel), "wzp")], "wc")
+        weight = b.add("Mul", [centred, b.const(conv.scale.reshape(per_channel), "ws")], "wf")
+        bf = conv.bias
     else:
         raise VendorFormatError(f"vendor model: conv weight type {w.dtype} is not supported")
-    if depthwise:
-        wf = wf.reshape(ic, 1, kh, kw)
     attrs = dict(kernel_shape=kernel, group=group)
     for key, slot in (("dilations", CONV_DILATIONS), ("pads", CONV_PADS),
                       ("strides", CONV_STRIDES)):  # fmt: skip
         value = n.attr_ints(slot)
         if value:
             attrs[key] = value
-    y = b.add("Conv", [b.conv_input(x), b.const(wf, "w"), b.const(bf.astype(np.float32), "b")],
+    y = b.add("Conv", [b.conv_input(x), weight, b.const(bf.astype(np.float32), "b")],
               "conv", **attrs)  # fmt: skip
     extra = [t for t in rest if not is_helper(t)]
     for step in _fusion_steps(n.op_type):
@@ -291,8 +303,11 @@ def rebuild(m: VendorModel) -> tuple[onnx.ModelProto, list[Tensor], list[Tensor]
         else:
             b.nodes.append(oh.make_node("Identity", [src], [t.name]))
         graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], t.shape))
-    graph = oh.make_graph(b.nodes, m.model_name or "vendor", graph_in, graph_out, b.inits)
-    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", OPSET)],
-                          producer_name="rknnrt-vendor-rknn")  # fmt: skip
-    model.ir_version = 8
+    model = b.model
+    model.opset_import.add(domain="", version=OPSET)
+    b.graph.name = m.model_name or "vendor"
+    b.graph.node.extend(b.nodes)
+    b.graph.input.extend(graph_in)
+    b.graph.output.extend(graph_out)
     return model, ins, outs
+
