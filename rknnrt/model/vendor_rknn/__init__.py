@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from math import prod
 
-from ..meta import MemoryPlan, ModelMeta, PlannedTensor, TensorSpec
+from ..meta import MemoryPlan, ModelMeta, PlannedTensor, TensorSpec, WeightSpec
 from . import board_rules, fileformat, rebuild
 from .fileformat import KIND_FEATURE, KIND_INPUT, KIND_OUTPUT, Tensor, VendorModel
 from .flatbuf import VendorFormatError
@@ -47,22 +47,12 @@ def _spec(m: VendorModel, t: Tensor, norm: fileformat.InputNorm | None) -> Tenso
     return spec
 
 
-def _weight_image(m: VendorModel) -> bytes:
-    """The weight memory: the file's constant buffers, 64-byte aligned, in tensor order, in
-    exactly the stored total weight size (the board's own layout inside it is not stored)."""
+def _weight_section(m: VendorModel) -> bytearray:
+    """The weight memory, exactly the stored total weight size: the rebuilt graph's large
+    weights are placed in it (rebuild.place_weights); the board's own layout is not stored."""
     if not 0 <= m.weight_size <= 16 * sum(len(b) for b in m.buffers) + (1 << 20):
         raise VendorFormatError(f"vendor model: implausible weight size {m.weight_size}")
-    image = bytearray(m.weight_size)
-    at = 0
-    for t in m.tensors:
-        if t.buffer < 0 or t.buffer >= len(m.buffers):
-            continue
-        data = m.buffers[t.buffer]
-        if at + len(data) > len(image):
-            break
-        image[at : at + len(data)] = data
-        at += len(data) + (-len(data) % WEIGHT_ALIGN)
-    return bytes(image)
+    return bytearray(m.weight_size)
 
 
 def parse_meta(m: VendorModel, weights_size: int) -> ModelMeta:
@@ -94,15 +84,18 @@ def parse_meta(m: VendorModel, weights_size: int) -> ModelMeta:
     )  # fmt: skip
 
 
-def to_sections(buf: memoryview) -> tuple[bytes, bytes, bytes]:
+def to_sections(buf: memoryview) -> tuple[bytes, bytes, bytearray]:
     """(metadata JSON, ONNX graph, weights) for vendor file `buf`; VendorFormatError if the
     file is malformed or holds something this reader cannot decode."""
     try:
         m = fileformat.parse(buf)
-        weights = _weight_image(m)
+        weights = _weight_section(m)
         meta = parse_meta(m, len(weights))
+        builder, _, _ = rebuild.rebuild(m)
+        placed = rebuild.place_weights(builder, weights)
+        meta.weights = [WeightSpec(*p) for p in placed]
         meta.weights_sha256 = hashlib.sha256(weights).hexdigest()
-        graph, _, _ = rebuild.rebuild(m)
+        graph = builder.model.SerializeToString()
     except VendorFormatError:
         raise
     except (ValueError, TypeError, KeyError, IndexError, OverflowError, MemoryError) as exc:
@@ -111,4 +104,4 @@ def to_sections(buf: memoryview) -> tuple[bytes, bytes, bytes]:
             f"vendor model: malformed content ({type(exc).__name__}: "
             f"{str(exc).splitlines()[0] if str(exc) else ''})"
         ) from None
-    return meta.to_json(), graph.SerializeToString(), weights
+    return meta.to_json(), graph, weights

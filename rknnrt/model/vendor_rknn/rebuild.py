@@ -21,6 +21,8 @@ from .fileformat import CONST_KINDS, Node, Tensor, VendorModel
 from .flatbuf import VendorFormatError
 
 OPSET = 13
+EXTERNAL_MIN_BYTES = 4096
+WEIGHT_LOCATION = "@weights"  # as rknnrt's converter names its weights section
 _ONNX_TYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16,
                "int8": TensorProto.INT8, "uint8": TensorProto.UINT8,
                "int16": TensorProto.INT16, "int32": TensorProto.INT32,
@@ -45,6 +47,7 @@ class GraphBuilder:
         # initializers are written straight into the graph (one copy of each weight)
         self.model = onnx.ModelProto(ir_version=8, producer_name="rknnrt-vendor-rknn")
         self.graph = self.model.graph
+        self.external: list[tuple[onnx.TensorProto, np.ndarray]] = []
         self.values: dict[int, str] = {}  # tensor index -> float32 value name
         # int8 tensors: tensor index -> (int8 value, scale, zero point) names
         self.int8_values: dict[int, tuple[str, str, str]] = {}
@@ -63,6 +66,19 @@ class GraphBuilder:
         tensor.data_type = oh.np_dtype_to_tensor_dtype(array.dtype)
         tensor.dims.extend(array.shape)
         tensor.raw_data = np.ascontiguousarray(array).tobytes()
+        return name
+
+    def weight(self, array: np.ndarray, hint: str) -> str:
+        """A large constant: placed in the weights section by the caller of rebuild() when
+        it fits (the graph then names it EXTERNAL, as rknnrt's own models do), else inlined."""
+        if array.nbytes < EXTERNAL_MIN_BYTES:
+            return self.const(array, hint)
+        name = self.fresh(hint)
+        tensor = self.graph.initializer.add()
+        tensor.name = name
+        tensor.data_type = oh.np_dtype_to_tensor_dtype(array.dtype)
+        tensor.dims.extend(array.shape)
+        self.external.append((tensor, np.ascontiguousarray(array)))
         return name
 
     def add(self, op: str, inputs: list[str], hint: str, **attrs: object) -> str:
@@ -139,7 +155,7 @@ def _conv(b: GraphBuilder, n: Node) -> str:
         w16 = weights.unpack(m.data(w), "float16", w.native_shape, oc, ic, kh, kw, w.name)
         if depthwise:
             w16 = w16.reshape(ic, 1, kh, kw)
-        weight = b.add("Cast", [b.const(w16, "w")], "wf", to=TensorProto.FLOAT)
+        weight = b.add("Cast", [b.weight(w16, "w")], "wf", to=TensorProto.FLOAT)
         bf = m.const(bias, "<f4") if bias is not None else np.zeros(oc, np.float32)
         if bf.size < (ic if depthwise else oc):
             raise VendorFormatError(f"vendor model: the bias of '{n.name}' is too short")
@@ -149,7 +165,7 @@ def _conv(b: GraphBuilder, n: Node) -> str:
             raise VendorFormatError(f"vendor model: int8 op '{n.name}' without a bias blob")
         conv = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise)
         per_channel = (-1, 1, 1, 1)
-        q = b.add("Cast", [b.const(conv.q, "wq")], "wqf", to=TensorProto.FLOAT)
+        q = b.add("Cast", [b.weight(conv.q, "wq")], "wqf", to=TensorProto.FLOAT)
         centred = b.add("Sub", [q, b.const(conv.zw.reshape(per_channel), "wzp")], "wc")
         weight = b.add("Mul", [centred, b.const(conv.scale.reshape(per_channel), "ws")], "wf")
         bf = conv.bias
@@ -260,8 +276,35 @@ def _op(b: GraphBuilder, n: Node, out: Tensor) -> str:
     raise VendorFormatError(f"vendor model: op {kind} ('{n.name}') is not supported")
 
 
-def rebuild(m: VendorModel) -> tuple[onnx.ModelProto, list[Tensor], list[Tensor]]:
-    """(ONNX model, input tensors, output tensors) for a parsed vendor model."""
+def place_weights(b: GraphBuilder, section: bytearray, align: int = 64) -> list[tuple]:
+    """Put the large weights into `section` (the weights section) when they all fit, and
+    name them EXTERNAL in the graph; otherwise inline them. Returns (name, dtype, shape,
+    offset, nbytes) per placed weight."""
+    offsets, end = [], 0
+    for _, array in b.external:
+        end += -end % align
+        offsets.append(end)
+        end += array.nbytes
+    if end > len(section):
+        for tensor, array in b.external:
+            tensor.raw_data = array.tobytes()
+        return []
+    placed = []
+    view = np.frombuffer(section, np.uint8)
+    for (tensor, array), offset in zip(b.external, offsets):
+        view[offset : offset + array.nbytes] = array.reshape(-1).view(np.uint8)
+        tensor.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", WEIGHT_LOCATION), ("offset", str(offset)),
+                           ("length", str(array.nbytes))):  # fmt: skip
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        placed.append((tensor.name, array.dtype.name, list(array.shape), offset, array.nbytes))
+    return placed
+
+
+def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
+    """(graph builder holding the ONNX model, input tensors, output tensors) for a parsed
+    vendor model; place_weights() then finishes the model."""
     b = GraphBuilder(m)
     ins = [m.tensors[i] for i in m.inputs]
     outs = [m.tensors[i] for i in m.outputs]
@@ -303,11 +346,10 @@ def rebuild(m: VendorModel) -> tuple[onnx.ModelProto, list[Tensor], list[Tensor]
         else:
             b.nodes.append(oh.make_node("Identity", [src], [t.name]))
         graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], t.shape))
-    model = b.model
-    model.opset_import.add(domain="", version=OPSET)
+    b.model.opset_import.add(domain="", version=OPSET)
     b.graph.name = m.model_name or "vendor"
     b.graph.node.extend(b.nodes)
     b.graph.input.extend(graph_in)
     b.graph.output.extend(graph_out)
-    return model, ins, outs
+    return b, ins, outs
 
