@@ -26,7 +26,7 @@ MAX_INTERNAL = 1 << 30  # bytes of internal memory a corrupted size could otherw
 def _spec(m: VendorModel, t: Tensor, norm: fileformat.InputNorm | None) -> TensorSpec:
     if not 0 < len(t.shape) <= MAX_RANK or min(t.shape) <= 0 or \
             prod(t.shape) > MAX_IO_ELEMENTS:  # fmt: skip
-        raise VendorFormatError(f"vendor model: IO tensor '{t.name}' has an invalid shape")
+        raise VendorFormatError(f"vendor .rknn model: IO tensor '{t.name}' has an invalid shape")
     dtype = m.io_types.get(t.name, {}).get("dtype") or t.dtype
     spec = TensorSpec(t.name, list(t.shape), dtype, "NCHW" if len(t.shape) == 4 else "UNDEFINED")
     if dtype == "int8" and t.scale:
@@ -51,17 +51,17 @@ def _weight_section(m: VendorModel) -> bytearray:
     """The weight memory, exactly the stored total weight size: the rebuilt graph's large
     weights are placed in it (rebuild.place_weights); the board's own layout is not stored."""
     if not 0 <= m.weight_size <= 16 * sum(len(b) for b in m.buffers) + (1 << 20):
-        raise VendorFormatError(f"vendor model: implausible weight size {m.weight_size}")
+        raise VendorFormatError(f"vendor .rknn model: implausible weight size {m.weight_size}")
     return bytearray(m.weight_size)
 
 
 def parse_meta(m: VendorModel, weights_size: int) -> ModelMeta:
     if m.shape_mode != "static_shape":
         raise VendorFormatError(
-            f"vendor model: '{m.shape_mode}' models (dynamic shapes) are not supported"
+            f"vendor .rknn model: '{m.shape_mode}' models (dynamic shapes) are not supported"
         )
     if not 0 <= m.internal_size <= MAX_INTERNAL:
-        raise VendorFormatError(f"vendor model: implausible internal size {m.internal_size}")
+        raise VendorFormatError(f"vendor .rknn model: implausible internal size {m.internal_size}")
     norms = m.norms
     inputs = [_spec(m, m.tensors[i], norms[k] if k < len(norms) else None)
               for k, i in enumerate(m.inputs)]  # fmt: skip
@@ -101,7 +101,7 @@ def to_sections(buf: memoryview) -> tuple[bytes, bytes, bytearray]:
     except (ValueError, TypeError, KeyError, IndexError, OverflowError, MemoryError) as exc:
         # numpy/onnx on hostile values: one line, never a traceback
         raise VendorFormatError(
-            f"vendor model: malformed content ({type(exc).__name__}: "
+            f"vendor .rknn model: malformed content ({type(exc).__name__}: "
             f"{str(exc).splitlines()[0] if str(exc) else ''})"
         ) from None
     return meta.to_json(), graph, weights

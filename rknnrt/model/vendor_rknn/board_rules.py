@@ -50,7 +50,9 @@ def native_attrs(m: VendorModel, t: Tensor, is_input: bool) -> dict:
                     size_with_stride=n * h * w_stride * c * es)  # fmt: skip
     c2 = t.native_shape[-1] if len(t.native_shape) == 5 else 0
     if c2 <= 0 or t.size <= 0:
-        raise VendorFormatError(f"vendor model: tensor '{t.name}' has no native NC1HWC2 shape")
+        raise VendorFormatError(
+            f"vendor .rknn model: tensor '{t.name}' has no native NC1HWC2 shape"
+        )
     c1 = -(-c // c2)
     return dict(fmt="NC1HWC2", dims=[n, c1, h, w, c2], w_stride=0,
                 size_with_stride=n * c1 * h * w * c2 * es)  # fmt: skip
@@ -67,5 +69,5 @@ def check(m: VendorModel) -> None:
             and t.width_align not in (0, 4, 8, 16, 32)
         ):
             raise VendorFormatError(
-                f"vendor model: input {k} has an unexpected width alignment {t.width_align}"
+                f"vendor .rknn model: input {k} has an unexpected width alignment {t.width_align}"
             )

@@ -105,7 +105,9 @@ class VendorModel:
     def data(self, tensor: Tensor) -> memoryview:
         """The bytes of a constant tensor (its buffer)."""
         if not 0 <= tensor.buffer < len(self.buffers):
-            raise VendorFormatError(f"vendor model: tensor '{tensor.name}' has no data buffer")
+            raise VendorFormatError(
+                f"vendor .rknn model: tensor '{tensor.name}' has no data buffer"
+            )
         return self.buffers[tensor.buffer]
 
     def const(self, tensor: Tensor, dtype: str | None = None) -> np.ndarray:
@@ -138,7 +140,9 @@ def _tensor(index: int, t: Table) -> Tensor:
 def _node(index: int, n: Table, count: int) -> Node:
     ins, outs = n.ints(4) or [], n.ints(5) or []
     if any(not 0 <= i < count for i in ins + outs):
-        raise VendorFormatError(f"vendor model: node {index} names a tensor that does not exist")
+        raise VendorFormatError(
+            f"vendor .rknn model: node {index} names a tensor that does not exist"
+        )
     return Node(index, n.string(1) or "", n.string(2) or "", int(n.scalar(3, "<B")), ins, outs,
                 int(n.scalar(7, "<B")), n.table(8))  # fmt: skip
 
@@ -147,43 +151,47 @@ def _json_object(raw: bytes, what: str) -> dict:
     try:
         value = json.loads(raw.decode("utf-8")) if raw else {}
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise VendorFormatError(f"vendor model: the {what} is not valid JSON") from None
+        raise VendorFormatError(f"vendor .rknn model: the {what} is not valid JSON") from None
     if not isinstance(value, dict):
-        raise VendorFormatError(f"vendor model: the {what} is not a JSON object")
+        raise VendorFormatError(f"vendor .rknn model: the {what} is not a JSON object")
     return value
 
 
 def parse(buf: memoryview) -> VendorModel:
     """Read a vendor .rknn v6 file; VendorFormatError (one line) when it cannot."""
     if len(buf) < HEADER_SIZE:
-        raise VendorFormatError(f"vendor model is too small: {len(buf)} bytes")
+        raise VendorFormatError(f"vendor .rknn model is too small: {len(buf)} bytes")
     _, _, version, fb_len = HEADER.unpack_from(buf, 0)
     if version == MINI_FORMAT_VERSION:
         raise VendorFormatError(
-            "vendor model format 0x1004 (rv1103/rv1106 'mini' runtime) is not supported"
+            "vendor .rknn model format 0x1004 (rv1103/rv1106 'mini' runtime) is not supported"
         )
     if version != FORMAT_VERSION:
-        raise VendorFormatError(f"vendor model format version {version} is not supported (6 is)")
+        raise VendorFormatError(
+            f"vendor .rknn model format version {version} is not supported (6 is)"
+        )
     if fb_len < 8 or HEADER_SIZE + fb_len + 8 > len(buf):
-        raise VendorFormatError("vendor model: the FlatBuffer overruns the file (truncated?)")
+        raise VendorFormatError("vendor .rknn model: the FlatBuffer overruns the file (truncated?)")
     fb = buf[HEADER_SIZE : HEADER_SIZE + fb_len]
     trailer_at = HEADER_SIZE + fb_len
     (json_len,) = struct.unpack_from("<Q", buf, trailer_at)
     if json_len > min(MAX_JSON, len(buf) - trailer_at - 8):
-        raise VendorFormatError("vendor model: the JSON trailer overruns the file (truncated?)")
+        raise VendorFormatError(
+            "vendor .rknn model: the JSON trailer overruns the file (truncated?)"
+        )
     trailer = _json_object(bytes(buf[trailer_at + 8 : trailer_at + 8 + json_len]), "JSON trailer")
     if bytes(fb[4:8]) != b"RKNN":
-        raise VendorFormatError("vendor model: the FlatBuffer lacks its 'RKNN' identifier")
+        raise VendorFormatError("vendor .rknn model: the FlatBuffer lacks its 'RKNN' identifier")
     root = Table(fb, struct.unpack_from("<I", fb, 0)[0], "model")
     graphs = root.tables(2)
     if not graphs:
-        raise VendorFormatError("vendor model: no graph")
+        raise VendorFormatError("vendor .rknn model: no graph")
     g = graphs[0]
     tensors = [_tensor(i, t) for i, t in enumerate(g.tables(0))]
     nodes = [_node(i, n, len(tensors)) for i, n in enumerate(g.tables(1))]
     ins, outs = g.ints(2) or [], g.ints(3) or []
     if not ins or not outs or any(not 0 <= i < len(tensors) for i in ins + outs):
-        raise VendorFormatError("vendor model: the graph's input/output list is invalid")
+        raise VendorFormatError("vendor .rknn model: the graph's input/output list is invalid")
     norms = [InputNorm(_floats(t, 0), _floats(t, 1)) for t in g.tables(4)]
     mem = root.table(19)
     sizes = [int(mem.scalar(k, "<Q")) for k in range(2)] if mem is not None else [0, 0]

@@ -32,13 +32,17 @@ class Table:
         self.buf, self.pos, self.where = buf, pos, where
         size = len(buf)
         if not 0 <= pos <= size - 4:
-            raise VendorFormatError(f"vendor model: table {where} at {pos} lies outside the file")
+            raise VendorFormatError(
+                f"vendor .rknn model: table {where} at {pos} lies outside the file"
+            )
         vt = pos - _I32.unpack_from(buf, pos)[0]
         if not 0 <= vt <= size - 4:
-            raise VendorFormatError(f"vendor model: table {where} has a vtable outside the file")
+            raise VendorFormatError(
+                f"vendor .rknn model: table {where} has a vtable outside the file"
+            )
         vt_size, _ = struct.unpack_from("<HH", buf, vt)
         if vt_size < 4 or vt_size % 2 or vt + vt_size > size:
-            raise VendorFormatError(f"vendor model: table {where} has a malformed vtable")
+            raise VendorFormatError(f"vendor .rknn model: table {where} has a malformed vtable")
         self._vt = vt
         self._nfields = (vt_size - 4) // 2
 
@@ -52,7 +56,7 @@ class Table:
         at = self.pos + rel
         if at + width > len(self.buf):
             raise VendorFormatError(
-                f"vendor model: field {slot} of {self.where} lies outside the file"
+                f"vendor .rknn model: field {slot} of {self.where} lies outside the file"
             )
         return at
 
@@ -71,7 +75,7 @@ class Table:
         target = at + _U32.unpack_from(self.buf, at)[0]
         if target > len(self.buf) - 4:
             raise VendorFormatError(
-                f"vendor model: field {slot} of {self.where} points outside the file"
+                f"vendor .rknn model: field {slot} of {self.where} points outside the file"
             )
         return target
 
@@ -83,7 +87,8 @@ class Table:
         count = _U32.unpack_from(self.buf, at)[0]
         if count * elem_size > len(self.buf) - at - 4:
             raise VendorFormatError(
-                f"vendor model: vector {slot} of {self.where} ({count} items) overruns the file"
+                f"vendor .rknn model: vector {slot} of {self.where} ({count} items) "
+                "overruns the file"
             )
         return at + 4, count
 
@@ -99,7 +104,7 @@ class Table:
             return bytes(data).decode("utf-8")
         except UnicodeDecodeError:
             raise VendorFormatError(
-                f"vendor model: string {slot} of {self.where} is not UTF-8"
+                f"vendor .rknn model: string {slot} of {self.where} is not UTF-8"
             ) from None
 
     def array(self, slot: int, dtype: str) -> np.ndarray | None:

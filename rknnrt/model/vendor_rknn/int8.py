@@ -49,7 +49,7 @@ class RegisterFile:
                 continue
             first = addr // 8
             if addr % 8 or first + count > regcmd.size:
-                raise VendorFormatError(f"vendor model: task {k} points outside the commands")
+                raise VendorFormatError(f"vendor .rknn model: task {k} points outside the commands")
             regs: dict[int, int] = {}
             for entry in regcmd[first : first + count].tolist():
                 regs.setdefault(entry & 0xFFFF, (entry >> 16) & 0xFFFFFFFF)
@@ -62,7 +62,7 @@ class RegisterFile:
         regs = self.by_op.get(n.index)
         if self.cvt is None or regs is None or any(r not in regs for r in self.cvt):
             raise VendorFormatError(
-                f"vendor model: int8 op {n.op_type} '{n.name}': its output conversion "
+                f"vendor .rknn model: int8 op {n.op_type} '{n.name}': its output conversion "
                 "registers are not decoded"
             )
         offset, scale, shift = (regs[r] for r in self.cvt)
@@ -72,7 +72,7 @@ class RegisterFile:
 def _bias_blob(raw: memoryview, channels: int, group: int, name: str) -> tuple[np.ndarray, ...]:
     groups, stride = -(-channels // group), 8 * group
     if len(raw) < groups * stride:
-        raise VendorFormatError(f"vendor model: int8 bias '{name}' is too short")
+        raise VendorFormatError(f"vendor .rknn model: int8 bias '{name}' is too short")
     blob = np.frombuffer(raw, np.uint8, groups * stride).reshape(groups, stride)
     a = blob[:, : 4 * group].copy().view("<i4").reshape(-1)[:channels].astype(np.float64)
     b = blob[:, 4 * group : 6 * group].copy().view("<i2").reshape(-1)[:channels]
@@ -97,8 +97,8 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
     oc, ic, kh, kw = w.shape
     if regs.model.npu_format == "RKNPU f2" and depthwise:
         raise VendorFormatError(
-            f"vendor model: rk3576 int8 depthwise weight '{w.name}' (interleaved with its zero "
-            "points) is not decoded"
+            f"vendor .rknn model: rk3576 int8 depthwise weight '{w.name}' (interleaved "
+            "with its zero points) is not decoded"
         )
     if (
         regs.model.npu_format == "RKNPU f2"
@@ -113,17 +113,17 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
         q = q.reshape(ic, 1, kh, kw)
         oc, ic = ic, 1
     if not (x.scale and y.scale):
-        raise VendorFormatError(f"vendor model: int8 op '{n.name}' lacks IO scales")
+        raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' lacks IO scales")
     group = BIAS_GROUP.get(regs.model.npu_format)
     if group is None:
         raise VendorFormatError(
-            f"vendor model: int8 convolutions of NPU format '{regs.model.npu_format}' "
+            f"vendor .rknn model: int8 convolutions of NPU format '{regs.model.npu_format}' "
             f"(op '{n.name}') are not decoded"
         )
     a, b, c = _bias_blob(_data(regs, bias), oc, group, bias.name)
     _, scale, shift = regs.out_cvt(n)
     if shift > 63 or scale == 0:
-        raise VendorFormatError(f"vendor model: int8 op '{n.name}' has an invalid OUT_CVT")
+        raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' has an invalid OUT_CVT")
     s_in, s_out = float(x.scale[0]), float(y.scale[0])
     zw = -b
     s_w = c / 2.0**14 * (scale / 2.0**shift) * s_out / s_in

@@ -41,17 +41,17 @@ def _depth(text: str) -> int:
 
 def _literal(text: str, what: str) -> object:
     if len(text) > MAX_CHARS or _depth(text) > MAX_DEPTH:
-        raise VendorFormatError(f"vendor model: the {what} is too large or too deeply nested")
+        raise VendorFormatError(f"vendor .rknn model: the {what} is too large or too deeply nested")
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise VendorFormatError(f"vendor model: the {what} is not a Python literal") from None
+        raise VendorFormatError(f"vendor .rknn model: the {what} is not a Python literal") from None
 
 
 def parse_dict(text: str) -> dict:
     value = _literal(text, "generator dict")
     if not isinstance(value, dict):
-        raise VendorFormatError("vendor model: the generator dict is not a dict")
+        raise VendorFormatError("vendor .rknn model: the generator dict is not a dict")
     return value
 
 
@@ -60,7 +60,9 @@ def parse_json_or_literal(text: str) -> object:
     if not text.strip():
         return []
     if len(text) > MAX_CHARS or _depth(text) > MAX_DEPTH:
-        raise VendorFormatError("vendor model: the shape list is too large or too deeply nested")
+        raise VendorFormatError(
+            "vendor .rknn model: the shape list is too large or too deeply nested"
+        )
     try:
         return json.loads(text)
     except (json.JSONDecodeError, RecursionError):

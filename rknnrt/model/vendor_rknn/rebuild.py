@@ -91,7 +91,7 @@ class GraphBuilder:
         if t.index not in self.values:
             if t.kind not in CONST_KINDS:
                 raise VendorFormatError(
-                    f"vendor model: tensor '{t.name}' is used before any op writes it"
+                    f"vendor .rknn model: tensor '{t.name}' is used before any op writes it"
                 )
             array = self.m.const(t).astype(np.float32)
             if t.shape and array.size >= int(np.prod(t.shape)):
@@ -128,7 +128,9 @@ class GraphBuilder:
 def _io_dtype(m: VendorModel, t: Tensor) -> str:
     dtype = m.io_types.get(t.name, {}).get("dtype") or t.dtype
     if dtype not in _ONNX_TYPES:
-        raise VendorFormatError(f"vendor model: IO tensor '{t.name}' has unsupported type {dtype}")
+        raise VendorFormatError(
+            f"vendor .rknn model: IO tensor '{t.name}' has unsupported type {dtype}"
+        )
     return dtype
 
 
@@ -136,7 +138,7 @@ def _conv(b: GraphBuilder, n: Node) -> str:
     m = b.m
     ins = [m.tensors[i] for i in n.inputs]
     if len(ins) < 2:
-        raise VendorFormatError(f"vendor model: op {n.op_type} '{n.name}' lacks its weight")
+        raise VendorFormatError(f"vendor .rknn model: op {n.op_type} '{n.name}' lacks its weight")
     x, w = ins[:2]
     # A convolution the compiler tiled (`*_tile1`) may come without a bias.
     bias = ins[2] if len(ins) > 2 and ins[2].kind in CONST_KINDS else None
@@ -144,11 +146,15 @@ def _conv(b: GraphBuilder, n: Node) -> str:
     group = n.attr_int(CONV_GROUP, 1) or 1
     kernel = n.attr_ints(CONV_KERNEL)
     if len(w.shape) != 4 or not kernel:
-        raise VendorFormatError(f"vendor model: op '{n.name}' has an undecodable weight shape")
+        raise VendorFormatError(
+            f"vendor .rknn model: op '{n.name}' has an undecodable weight shape"
+        )
     oc, ic, kh, kw = w.shape
     depthwise = group > 1 and oc == 1 and ic == group
     if group > 1 and not depthwise:
-        raise VendorFormatError(f"vendor model: grouped convolution '{n.name}' is not supported")
+        raise VendorFormatError(
+            f"vendor .rknn model: grouped convolution '{n.name}' is not supported"
+        )
     # The weights stay in their stored type inside the graph (half or a quarter of float32
     # bytes to serialise and load); onnxruntime folds the conversion once at session creation.
     if w.dtype == "float16":
@@ -158,11 +164,11 @@ def _conv(b: GraphBuilder, n: Node) -> str:
         weight = b.add("Cast", [b.weight(w16, "w")], "wf", to=TensorProto.FLOAT)
         bf = m.const(bias, "<f4") if bias is not None else np.zeros(oc, np.float32)
         if bf.size < (ic if depthwise else oc):
-            raise VendorFormatError(f"vendor model: the bias of '{n.name}' is too short")
+            raise VendorFormatError(f"vendor .rknn model: the bias of '{n.name}' is too short")
         bf = bf[: ic if depthwise else oc]
     elif w.dtype == "int8":
         if bias is None:  # the scales are recovered from the bias blob
-            raise VendorFormatError(f"vendor model: int8 op '{n.name}' without a bias blob")
+            raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' without a bias blob")
         conv = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise)
         per_channel = (-1, 1, 1, 1)
         q = b.add("Cast", [b.weight(conv.q, "wq")], "wqf", to=TensorProto.FLOAT)
@@ -170,7 +176,7 @@ def _conv(b: GraphBuilder, n: Node) -> str:
         weight = b.add("Mul", [centred, b.const(conv.scale.reshape(per_channel), "ws")], "wf")
         bf = conv.bias
     else:
-        raise VendorFormatError(f"vendor model: conv weight type {w.dtype} is not supported")
+        raise VendorFormatError(f"vendor .rknn model: conv weight type {w.dtype} is not supported")
     attrs = dict(kernel_shape=kernel, group=group)
     for key, slot in (("dilations", CONV_DILATIONS), ("pads", CONV_PADS),
                       ("strides", CONV_STRIDES)):  # fmt: skip
@@ -183,14 +189,16 @@ def _conv(b: GraphBuilder, n: Node) -> str:
     for step in _fusion_steps(n.op_type):
         if step in ("Add", "Mul"):
             if len(extra) != 1:
-                raise VendorFormatError(f"vendor model: {n.op_type} '{n.name}' needs one operand")
+                raise VendorFormatError(
+                    f"vendor .rknn model: {n.op_type} '{n.name}' needs one operand"
+                )
             y = b.add(step, [y, b.value(extra[0])], "fused")
         elif step == "Relu":
             y = b.add("Relu", [y], "relu")
         elif b.quantized:  # the pre-activation scale lives in a LUT: not decoded
             raise VendorFormatError(
-                f"vendor model: int8 op {n.op_type} '{n.name}' (its pre-activation scale is not "
-                "decoded) is not supported"
+                f"vendor .rknn model: int8 op {n.op_type} '{n.name}' (its pre-activation "
+                "scale is not decoded) is not supported"
             )
         elif step == "Sigmoid":
             y = b.add("Sigmoid", [y], "sigmoid")
@@ -203,14 +211,14 @@ def _fusion_steps(op_type: str) -> list[str]:
     """'ConvAddRelu' -> ['Add', 'Relu']: what the compiler fused after the convolution."""
     steps = re.findall(r"Add|Mul|Relu|Sigmoid|ExSwish", op_type[4:])
     if "".join(steps) != op_type[4:]:
-        raise VendorFormatError(f"vendor model: op {op_type} is not supported")
+        raise VendorFormatError(f"vendor .rknn model: op {op_type} is not supported")
     return steps
 
 
 def _elementwise(b: GraphBuilder, n: Node) -> str:
     real = [b.m.tensors[i] for i in n.inputs if not is_helper(b.m.tensors[i])]
     if len(real) != 2:
-        raise VendorFormatError(f"vendor model: op {n.op_type} '{n.name}' needs two operands")
+        raise VendorFormatError(f"vendor .rknn model: op {n.op_type} '{n.name}' needs two operands")
     return b.add(n.op_type, [b.value(real[0]), b.value(real[1])], n.op_type.lower())
 
 
@@ -221,10 +229,10 @@ def _split(b: GraphBuilder, n: Node) -> None:
     outs = [b.m.tensors[i] for i in n.outputs]
     axis = n.attr_int(AXIS, 1)
     if not 0 <= axis < len(x.shape) or any(len(t.shape) != len(x.shape) for t in outs):
-        raise VendorFormatError(f"vendor model: Split '{n.name}' has an invalid axis")
+        raise VendorFormatError(f"vendor .rknn model: Split '{n.name}' has an invalid axis")
     sizes = [t.shape[axis] for t in outs]
     if sum(sizes) != x.shape[axis]:
-        raise VendorFormatError(f"vendor model: Split '{n.name}' parts do not add up")
+        raise VendorFormatError(f"vendor .rknn model: Split '{n.name}' parts do not add up")
     names = [b.fresh("split") for _ in outs]
     sizes_name = b.const(np.array(sizes, np.int64), "sizes")
     b.nodes.append(oh.make_node("Split", [b.value(x), sizes_name], names, axis=axis))
@@ -234,7 +242,7 @@ def _split(b: GraphBuilder, n: Node) -> None:
 
 def _single(b: GraphBuilder, n: Node) -> Tensor:
     if not n.inputs:
-        raise VendorFormatError(f"vendor model: op {n.op_type} '{n.name}' has no input")
+        raise VendorFormatError(f"vendor .rknn model: op {n.op_type} '{n.name}' has no input")
     return b.m.tensors[n.inputs[0]]
 
 
@@ -254,7 +262,7 @@ def _op(b: GraphBuilder, n: Node, out: Tensor) -> str:
     if kind == "Transpose":
         perm = n.attr_ints(PERM)
         if not perm or sorted(perm) != list(range(len(out.shape))):
-            raise VendorFormatError(f"vendor model: Transpose '{n.name}' has no valid perm")
+            raise VendorFormatError(f"vendor .rknn model: Transpose '{n.name}' has no valid perm")
         return b.add("Transpose", [x], "transpose", perm=perm)
     if kind == "Concat":
         real = [
@@ -271,9 +279,9 @@ def _op(b: GraphBuilder, n: Node, out: Tensor) -> str:
             if n.attr_ints(slot):
                 attrs[key] = n.attr_ints(slot)
         if not attrs["kernel_shape"]:
-            raise VendorFormatError(f"vendor model: MaxPool '{n.name}' has no kernel shape")
+            raise VendorFormatError(f"vendor .rknn model: MaxPool '{n.name}' has no kernel shape")
         return b.add("MaxPool", [x], "maxpool", **attrs)
-    raise VendorFormatError(f"vendor model: op {kind} ('{n.name}') is not supported")
+    raise VendorFormatError(f"vendor .rknn model: op {kind} ('{n.name}') is not supported")
 
 
 def place_weights(b: GraphBuilder, section: bytearray, align: int = 64) -> list[tuple]:
@@ -325,7 +333,7 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
         if n.op_type in ("InputOperator", "OutputOperator"):
             continue
         if not n.outputs:
-            raise VendorFormatError(f"vendor model: op {n.op_type} '{n.name}' has no output")
+            raise VendorFormatError(f"vendor .rknn model: op {n.op_type} '{n.name}' has no output")
         if n.op_type == "Split":
             _split(b, n)
             continue
@@ -335,7 +343,7 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
     for t in outs:
         dtype = _io_dtype(m, t)
         if t.index not in b.values:
-            raise VendorFormatError(f"vendor model: no op writes output '{t.name}'")
+            raise VendorFormatError(f"vendor .rknn model: no op writes output '{t.name}'")
         src = b.values[t.index]
         if dtype == "int8":
             scale = b.const(np.array(t.scale[0] if t.scale else 1.0, np.float32), "scale")
@@ -352,4 +360,3 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
     b.graph.input.extend(graph_in)
     b.graph.output.extend(graph_out)
     return b, ins, outs
-

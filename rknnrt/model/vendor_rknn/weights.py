@@ -20,7 +20,7 @@ from .flatbuf import VendorFormatError
 def _tiles(native: list[int], name: str) -> list[list[int]]:
     if not native or len(native) % 6 or len(native) > 6 * 64 or min(native) < 0:
         raise VendorFormatError(
-            f"vendor model: weight '{name}' has an undecodable packing {native}"
+            f"vendor .rknn model: weight '{name}' has an undecodable packing {native}"
         )
     return [native[k : k + 6] for k in range(0, len(native), 6)]
 
@@ -32,7 +32,7 @@ def unpack(raw: memoryview, dtype: str, native: list[int], oc: int, ic: int, kh:
     data = np.frombuffer(raw, np.dtype(dtype), len(raw) // np.dtype(dtype).itemsize)
     if min(oc, ic, kh, kw) <= 0 or oc * ic * kh * kw > data.size:
         raise VendorFormatError(
-            f"vendor model: weight '{name}' of shape {[oc, ic, kh, kw]} exceeds its "
+            f"vendor .rknn model: weight '{name}' of shape {[oc, ic, kh, kw]} exceeds its "
             f"{data.size} stored values"
         )
     out = np.zeros((oc, ic, kh, kw), data.dtype)
@@ -41,7 +41,7 @@ def unpack(raw: memoryview, dtype: str, native: list[int], oc: int, ic: int, kh:
         count = oc1 * ic1 * th * tw * oc2 * ic2
         if (th, tw) != (kh, kw) or at + count > data.size or oc_off >= oc:
             raise VendorFormatError(
-                f"vendor model: weight '{name}' packing {native} does not fit its "
+                f"vendor .rknn model: weight '{name}' packing {native} does not fit its "
                 f"{[oc, ic, kh, kw]} shape or its {data.size} stored values"
             )
         block = data[at : at + count].reshape(oc1, ic1, kh, kw, oc2, ic2)
@@ -55,7 +55,7 @@ def unpack(raw: memoryview, dtype: str, native: list[int], oc: int, ic: int, kh:
             ic_off, oc_off = 0, oc_off + oc1 * oc2
     if oc_off < oc:
         raise VendorFormatError(
-            f"vendor model: weight '{name}' packing {native} covers {oc_off} of {oc} channels"
+            f"vendor .rknn model: weight '{name}' packing {native} covers {oc_off} of {oc} channels"
         )
     return out
 
@@ -68,7 +68,7 @@ def unpack_kh_oc_kw_ic4(raw: memoryview, native: list[int], oc: int, ic: int, kh
     are not decoded. Inferred from toolkit 2.5.0 builds (docs/vendor-rknn.md)."""
     data = np.frombuffer(raw, np.int8)
     if min(oc, ic, kh, kw) <= 0 or oc * ic * kh * kw > data.size:
-        raise VendorFormatError(f"vendor model: weight '{name}' exceeds its stored values")
+        raise VendorFormatError(f"vendor .rknn model: weight '{name}' exceeds its stored values")
     oc_pad = -(-oc // 16) * 16
     if kw == 1 and data.size == kh * oc_pad * 4:
         kw_pad = 1
@@ -78,7 +78,7 @@ def unpack_kh_oc_kw_ic4(raw: memoryview, native: list[int], oc: int, ic: int, kh
         kw_pad = 0
     if ic > 4 or not kw_pad:
         raise VendorFormatError(
-            f"vendor model: weight '{name}' packing {native} (rk3576 int8) is not decoded"
+            f"vendor .rknn model: weight '{name}' packing {native} (rk3576 int8) is not decoded"
         )
     block = data[: kh * oc_pad * kw_pad * 4].reshape(kh, oc_pad, kw_pad, 4)  # kh, oc, kw, ic
     return np.ascontiguousarray(block.transpose(1, 3, 0, 2)[:oc, :ic, :, :kw])
