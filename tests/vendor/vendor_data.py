@@ -15,12 +15,16 @@ STEMS = sorted(REPORTED)
 
 # What rknn_init refuses, and the words its one log line must contain (docs/vendor-rknn.md).
 UNSUPPORTED = {
-    "sigmoid_rk3588_i8": "ConvSigmoid", "sigmoid_rk3566_i8": "ConvSigmoid",
-    "swish_rk3588_i8": "ConvExSwish", "swish_rk3566_i8": "ConvExSwish",
-    "gap_rk3576_i8": "rk3576 int8", "oddwidth_rk3576_i8": "rk3576 int8",
-    "sigmoid_rk3576_i8": "rk3576 int8", "swish_rk3576_i8": "rk3576 int8",
-    "transpose_rk3576_i8": "rk3576 int8", "residual_rk3576_i8": "depthwise",
-}  # fmt: skip
+    "sigmoid_rk3588_i8": "ConvSigmoid",
+    "sigmoid_rk3566_i8": "ConvSigmoid",
+    "sigmoid_rk3576_i8": "ConvSigmoid",
+    "swish_rk3588_i8": "ConvExSwish",
+    "swish_rk3566_i8": "ConvExSwish",
+    "swish_rk3576_i8": "ConvExSwish",
+    "gap_rk3576_i8": "rk3576 int8 depthwise",
+    "residual_rk3576_i8": "rk3576 int8 depthwise",
+    "oddwidth_rk3576_i8": "rk3576 int8 op ConvAdd",
+}
 SUPPORTED = [s for s in STEMS if s not in UNSUPPORTED]
 
 

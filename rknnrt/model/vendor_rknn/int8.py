@@ -96,9 +96,11 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
     """The weights and bias reproducing the NPU's int8 convolution `n`."""
     oc, ic, kh, kw = w.shape
     if regs.model.npu_format == "RKNPU f2" and depthwise:
+        # weights: per kernel position 4-byte groups [w(2k), w(2k+1), zw(2k), zw(2k+1)]; the
+        # bias blob has another layout (no B field) that is not decoded
         raise VendorFormatError(
-            f"vendor .rknn model: rk3576 int8 depthwise weight '{w.name}' (interleaved "
-            "with its zero points) is not decoded"
+            f"vendor .rknn model: rk3576 int8 depthwise weight '{w.name}' (zero points "
+            "interleaved, bias blob without B) is not decoded"
         )
     if (
         regs.model.npu_format == "RKNPU f2"

@@ -186,7 +186,14 @@ def _conv(b: GraphBuilder, n: Node) -> str:
     y = b.add("Conv", [b.conv_input(x), weight, b.const(bf.astype(np.float32), "b")],
               "conv", **attrs)  # fmt: skip
     extra = [t for t in rest if not is_helper(t)]
-    for step in _fusion_steps(n.op_type):
+    steps = _fusion_steps(n.op_type)
+    if b.quantized and m.npu_format == "RKNPU f2" and ("Add" in steps or "Mul" in steps):
+        # rk3576 requantises before the fused element-wise op with registers not decoded
+        raise VendorFormatError(
+            f"vendor .rknn model: rk3576 int8 op {n.op_type} '{n.name}' (fused element-wise "
+            "requantisation) is not decoded"
+        )
+    for step in steps:
         if step in ("Add", "Mul"):
             if len(extra) != 1:
                 raise VendorFormatError(

@@ -60,25 +60,23 @@ def unpack(raw: memoryview, dtype: str, native: list[int], oc: int, ic: int, kh:
     return out
 
 
-def unpack_kh_oc_kw_ic4(raw: memoryview, native: list[int], oc: int, ic: int, kh: int, kw: int,
-                        name: str) -> np.ndarray:  # fmt: skip
-    """rk3576 int8 convolutions with at most 4 input channels (native IC2 = 4): the weights
-    are stored [KH][OC -> 16][KW'][IC -> 4], KW' = 1 for 1x1 kernels, else 4 when the
-    buffer holds that much (zeros may follow); other sizes (3x3 kernels in 3*16*3*4 bytes)
-    are not decoded. Inferred from toolkit 2.5.0 builds (docs/vendor-rknn.md)."""
+def unpack_kh_oc_kw_ic4(
+    raw: memoryview, native: list[int], oc: int, ic: int, kh: int, kw: int, name: str
+) -> np.ndarray:
+    """rk3576 int8 convolutions with at most 4 input channels (native IC2 = 4). Two layouts
+    were seen, told apart by the buffer size (OC padded to 16, IC to 4):
+    [KH][KW][OC][IC] in exactly KH*KW*OC*4 bytes, and [KH][OC][KW -> 4][IC] in at least
+    KH*OC*16 bytes (zeros may follow). Inferred from toolkit 2.5.0 builds."""
     data = np.frombuffer(raw, np.int8)
-    if min(oc, ic, kh, kw) <= 0 or oc * ic * kh * kw > data.size:
+    if min(oc, ic, kh, kw) <= 0 or oc * ic * kh * kw > data.size or ic > 4:
         raise VendorFormatError(f"vendor .rknn model: weight '{name}' exceeds its stored values")
     oc_pad = -(-oc // 16) * 16
-    if kw == 1 and data.size == kh * oc_pad * 4:
-        kw_pad = 1
+    if data.size == kh * kw * oc_pad * 4:
+        block = data.reshape(kh, kw, oc_pad, 4).transpose(2, 3, 0, 1)  # oc, ic, kh, kw
     elif data.size >= kh * oc_pad * 4 * 4 and kw <= 4:
-        kw_pad = 4
+        block = data[: kh * oc_pad * 16].reshape(kh, oc_pad, 4, 4).transpose(1, 3, 0, 2)
     else:
-        kw_pad = 0
-    if ic > 4 or not kw_pad:
         raise VendorFormatError(
             f"vendor .rknn model: weight '{name}' packing {native} (rk3576 int8) is not decoded"
         )
-    block = data[: kh * oc_pad * kw_pad * 4].reshape(kh, oc_pad, kw_pad, 4)  # kh, oc, kw, ic
-    return np.ascontiguousarray(block.transpose(1, 3, 0, 2)[:oc, :ic, :, :kw])
+    return np.ascontiguousarray(block[:oc, :ic, :, :kw])
