@@ -137,3 +137,13 @@ def test_unpack_refuses_what_does_not_fit() -> None:
         weights.unpack(raw, "int8", native[:5], 4, 4, 1, 1, "w")
     with pytest.raises(VendorFormatError):
         weights.unpack(raw, "int8", native, 40, 40, 1, 1, "w")
+
+
+def test_unverified_npu_format_is_refused_by_name() -> None:
+    """A file of an NPU generation whose packing no fixture verified (here rk3588's file with
+    its format string patched to rk3562's `RKNPU t4`) fails instead of running guessed weights."""
+    data = bytearray(model_bytes("convpool_rk3588_fp16"))
+    at = data.index(b"RKNPU v2")
+    data[at : at + 8] = b"RKNPU t4"
+    with pytest.raises(VendorFormatError, match="RKNPU t4.*not verified"):
+        container.read(memoryview(bytes(data)))

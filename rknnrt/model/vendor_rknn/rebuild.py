@@ -22,6 +22,8 @@ from .flatbuf import VendorFormatError
 
 OPSET = 13
 EXTERNAL_MIN_BYTES = 4096
+# NPU formats whose weight packing was checked against the vendor simulator (fixtures).
+VERIFIED_PACKINGS = ("RKNPU v2", "RKNPU lite", "RKNPU f2")
 WEIGHT_LOCATION = "@weights"  # as rknnrt's converter names its weights section
 _ONNX_TYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16,
                "int8": TensorProto.INT8, "uint8": TensorProto.UINT8,
@@ -140,6 +142,11 @@ def _conv(b: GraphBuilder, n: Node) -> str:
     if len(ins) < 2:
         raise VendorFormatError(f"vendor .rknn model: op {n.op_type} '{n.name}' lacks its weight")
     x, w = ins[:2]
+    if m.npu_format not in VERIFIED_PACKINGS:
+        raise VendorFormatError(
+            f"vendor .rknn model: weight packing of NPU format '{m.npu_format}' "
+            f"({m.platform}; op '{n.name}') is not verified"
+        )
     # A convolution the compiler tiled (`*_tile1`) may come without a bias.
     bias = ins[2] if len(ins) > 2 and ins[2].kind in CONST_KINDS else None
     rest = ins[3:] if bias is not None else ins[2:]
