@@ -53,6 +53,7 @@ class GraphBuilder:
         self.values: dict[int, str] = {}  # tensor index -> float32 value name
         # int8 tensors: tensor index -> (int8 value, scale, zero point) names
         self.int8_values: dict[int, tuple[str, str, str]] = {}
+        self.conv_inputs: dict[int, str] = {}  # int8 tensor index -> its value for a Conv
         self.quantized = any(t.qnt_type == "int8" for t in model.tensors)
         self.regs = int8.RegisterFile(model) if self.quantized else None
         self._n = 0
@@ -89,7 +90,11 @@ class GraphBuilder:
         return out
 
     def value(self, t: Tensor) -> str:
-        """The float32 value of tensor `t` (constants become initializers on first use)."""
+        """The float32 value of tensor `t` (constants become initializers on first use;
+        an int8 tensor's DequantizeLinear is made when first needed)."""
+        if t.index not in self.values and t.index in self.int8_values:
+            q, scale, zp = self.int8_values[t.index]
+            self.values[t.index] = self.add("DequantizeLinear", [q, scale, zp], "dq")
         if t.index not in self.values:
             if t.kind not in CONST_KINDS:
                 raise VendorFormatError(
@@ -108,10 +113,13 @@ class GraphBuilder:
         weights per tensor (its WeightBiasQuantization), which changes results."""
         if t.index not in self.int8_values:
             return self.value(t)
-        q, scale, zp = self.int8_values[t.index]
-        x = self.add("Cast", [q], "i2f", to=TensorProto.FLOAT)
-        zp_f = self.add("Cast", [zp], "zpf", to=TensorProto.FLOAT)
-        return self.add("Mul", [self.add("Sub", [x, zp_f], "sub"), scale], "deq")
+        if t.index not in self.conv_inputs:  # one dequantisation however many convs read it
+            q, scale, zp = self.int8_values[t.index]
+            x = self.add("Cast", [q], "i2f", to=TensorProto.FLOAT)
+            zp_f = self.add("Cast", [zp], "zpf", to=TensorProto.FLOAT)
+            deq = self.add("Mul", [self.add("Sub", [x, zp_f], "sub"), scale], "deq")
+            self.conv_inputs[t.index] = deq
+        return self.conv_inputs[t.index]
 
     def store(self, raw: str, t: Tensor) -> None:
         """Round op output `raw` to the stored type of tensor `t`, as the NPU stores it."""
@@ -119,8 +127,9 @@ class GraphBuilder:
             scale = self.const(np.array(t.scale[0], np.float32), "scale")
             zp = self.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
             q = self.add("QuantizeLinear", [raw, scale, zp], "q")
-            raw = self.add("DequantizeLinear", [q, scale, zp], "dq")
             self.int8_values[t.index] = (q, scale, zp)
+            self.values.pop(t.index, None)
+            return
         elif t.dtype == "float16":
             half = self.add("Cast", [raw], "h", to=TensorProto.FLOAT16)
             raw = self.add("Cast", [half], "f", to=TensorProto.FLOAT)
@@ -337,7 +346,6 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
         if dtype == "int8":
             scale = b.const(np.array(t.scale[0] if t.scale else 1.0, np.float32), "scale")
             zp = b.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
-            b.values[t.index] = b.add("DequantizeLinear", [t.name, scale, zp], "in")
             b.int8_values[t.index] = (t.name, scale, zp)
         elif dtype != "float32":
             b.values[t.index] = b.add("Cast", [t.name], "in", to=TensorProto.FLOAT)
@@ -356,9 +364,13 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
     graph_out = []
     for t in outs:
         dtype = _io_dtype(m, t)
-        if t.index not in b.values:
+        if t.index not in b.values and t.index not in b.int8_values:
             raise VendorFormatError(f"vendor .rknn model: no op writes output '{t.name}'")
-        src = b.values[t.index]
+        if dtype == "int8" and t.index in b.int8_values:  # already quantised with its own
+            b.nodes.append(oh.make_node("Identity", [b.int8_values[t.index][0]], [t.name]))
+            graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], t.shape))
+            continue
+        src = b.value(t)
         if dtype == "int8":
             scale = b.const(np.array(t.scale[0] if t.scale else 1.0, np.float32), "scale")
             zp = b.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
