@@ -218,12 +218,25 @@ def m_wide(rng):
     return nodes, inits, [_vi("x", [1, 8, 10, 11])], [_vi("y", [1, 6, 10, 11])]
 
 
-MODELS = {f.__name__[2:]: f for f in (m_convpool, m_residual, m_swish, m_twoinput, m_oddwidth,
-                                      m_gap, m_mlp, m_sigmoid, m_transpose, m_wide)}  # fmt: skip
+def m_pixels(rng):
+    """the convpool network on an image normalised by the runtime (config mean/std): inputs
+    are pixels in [0, 255]."""
+    return m_convpool(rng)
+
+
+# config() extras per model: mean/std the runtime applies to the inputs.
+NORMALISATION = {"pixels": dict(mean_values=[[120, 110, 100]], std_values=[[60, 50, 40]])}
+
+_ALL = (m_convpool, m_residual, m_swish, m_twoinput, m_oddwidth, m_gap, m_mlp, m_sigmoid,
+        m_transpose, m_wide, m_pixels)  # fmt: skip
+MODELS = {f.__name__[2:]: f for f in _ALL}
+# Each model's weight seed (100 + position): stable when models are added at the end.
+SEED_ORDER = ("convpool", "gap", "mlp", "oddwidth", "residual", "sigmoid", "swish", "transpose",
+              "twoinput", "wide", "pixels")  # fmt: skip
 
 
 def make_onnx(name: str) -> onnx.ModelProto:
-    rng = np.random.default_rng(sorted(MODELS).index(name) + 100)
+    rng = np.random.default_rng(SEED_ORDER.index(name) + 100)
     nodes, inits, ins, outs = MODELS[name](rng)
     for k, node in enumerate(nodes):
         node.name = f"{node.op_type.lower()}_{k}"
@@ -285,7 +298,11 @@ def build_one(name: str, platform: str, dtype: str, out_dir: str, work: str) -> 
         paths = []
         for i, shape in enumerate(shapes):
             path = os.path.join(work, f"{name}_calib{k}_{i}.npy")
-            np.save(path, rng.standard_normal(shape).astype(np.float32))
+            if name in NORMALISATION:
+                sample = rng.uniform(0, 255, shape).round()
+            else:
+                sample = rng.standard_normal(shape)
+            np.save(path, sample.astype(np.float32))
             paths.append(path)
         calib.append(" ".join(paths))
     with open(os.path.join(work, "dataset.txt"), "w") as f:
@@ -296,7 +313,7 @@ def build_one(name: str, platform: str, dtype: str, out_dir: str, work: str) -> 
     tests = [[np.load(p) for p in line.split(" ")] for line in calib[:SAMPLES]]
     log_path = os.path.join(work, "build.log")
     rknn = RKNN(verbose=True)
-    rknn.config(target_platform=platform, custom_string=CUSTOM)
+    rknn.config(target_platform=platform, custom_string=CUSTOM, **NORMALISATION.get(name, {}))
     assert rknn.load_onnx(onnx_path) == 0
     # The compiler's tables go to the process's own stdout: capture fds 1 and 2 at OS level.
     saved = os.dup(1), os.dup(2)
