@@ -32,7 +32,8 @@ _ONNX_TYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16,
 # Conv attribute slots (ONNX names in alphabetical order), MaxPool likewise.
 CONV_DILATIONS, CONV_GROUP, CONV_KERNEL, CONV_PADS, CONV_STRIDES = 1, 2, 3, 4, 5
 POOL_CEIL, POOL_KERNEL, POOL_PADS, POOL_STRIDES = 1, 3, 4, 6
-AXIS = 0  # Concat, exSoftmax13
+AXIS = 0  # Concat, Split, exSoftmax13
+LAYOUT_NC1HWC2, LAYOUT_PACKED = 64, 65  # tensor field 1
 PERM = 0  # Transpose
 PASS_THROUGH = ("exDataConvert",)
 
@@ -100,7 +101,14 @@ class GraphBuilder:
                 raise VendorFormatError(
                     f"vendor .rknn model: tensor '{t.name}' is used before any op writes it"
                 )
+            if t.layout_tag in (LAYOUT_NC1HWC2, LAYOUT_PACKED):
+                raise VendorFormatError(
+                    f"vendor .rknn model: constant '{t.name}' in an NPU layout (tag "
+                    f"{t.layout_tag}) read by an element-wise op is not decoded"
+                )
             array = self.m.const(t).astype(np.float32)
+            if t.qnt_type == "int8" and t.scale:  # a quantised constant: its real values
+                array = (array - (t.zp[0] if t.zp else 0)) * np.float32(t.scale[0])
             if t.shape and array.size >= int(np.prod(t.shape)):
                 array = array[: int(np.prod(t.shape))].reshape(t.shape)
             self.values[t.index] = self.const(array, "const")
