@@ -21,9 +21,6 @@ UNSUPPORTED = {
     "swish_rk3588_i8": "ConvExSwish",
     "swish_rk3566_i8": "ConvExSwish",
     "swish_rk3576_i8": "ConvExSwish",
-    "gap_rk3576_i8": "rk3576 int8 depthwise",
-    "residual_rk3576_i8": "rk3576 int8 depthwise",
-    "oddwidth_rk3576_i8": "rk3576 int8 op ConvAdd",
 }
 SUPPORTED = [s for s in STEMS if s not in UNSUPPORTED]
 

@@ -66,7 +66,8 @@ class RegisterFile:
                 "registers are not decoded"
             )
         offset, scale, shift = (regs[r] for r in self.cvt)
-        return offset, scale, shift
+        # the scale is 16 bits; rk3576 sets bit 16 in fused element-wise convolutions
+        return offset, scale & 0xFFFF, shift
 
 
 def _bias_blob(raw: memoryview, channels: int, group: int, name: str) -> tuple[np.ndarray, ...]:
@@ -91,18 +92,27 @@ class ConvInt8:
     bias: np.ndarray  # float32 [oc]
 
 
+def _bias_blob_without_b(raw: memoryview, channels: int, group: int,
+                         name: str) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    groups, stride = -(-channels // group), 6 * group
+    if len(raw) < groups * stride:
+        raise VendorFormatError(f"vendor .rknn model: int8 bias '{name}' is too short")
+    blob = np.frombuffer(raw, np.uint8, groups * stride).reshape(groups, stride)
+    a = blob[:, : 4 * group].copy().view("<i4").reshape(-1)[:channels].astype(np.float64)
+    c = blob[:, 4 * group :].copy().view("<u2").reshape(-1)[:channels].astype(np.float64)
+    return a, c
+
+
 def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor, y: Tensor,
                  depthwise: bool) -> ConvInt8:  # fmt: skip
     """The weights and bias reproducing the NPU's int8 convolution `n`."""
     oc, ic, kh, kw = w.shape
+    pairs_zw = None
     if regs.model.npu_format == "RKNPU f2" and depthwise:
-        # weights: per kernel position 4-byte groups [w(2k), w(2k+1), zw(2k), zw(2k+1)]; the
-        # bias blob has another layout (no B field) that is not decoded
-        raise VendorFormatError(
-            f"vendor .rknn model: rk3576 int8 depthwise weight '{w.name}' (zero points "
-            "interleaved, bias blob without B) is not decoded"
+        q, pairs_zw = weights.unpack_depthwise_pairs(
+            _data(regs, w), w.native_shape, ic, kh, kw, w.name
         )
-    if (
+    elif (
         regs.model.npu_format == "RKNPU f2"
         and len(w.native_shape) == 6
         and w.native_shape[-1] == 4
@@ -122,7 +132,11 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
             f"vendor .rknn model: int8 convolutions of NPU format '{regs.model.npu_format}' "
             f"(op '{n.name}') are not decoded"
         )
-    a, b, c = _bias_blob(_data(regs, bias), oc, group, bias.name)
+    if pairs_zw is not None:  # rk3576 depthwise: blob groups [A | C], zero points in q
+        a, c = _bias_blob_without_b(_data(regs, bias), oc, group, bias.name)
+        b = -pairs_zw
+    else:
+        a, b, c = _bias_blob(_data(regs, bias), oc, group, bias.name)
     _, scale, shift = regs.out_cvt(n)
     if shift > 63 or scale == 0:
         raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' has an invalid OUT_CVT")

@@ -211,12 +211,6 @@ def _conv(b: GraphBuilder, n: Node) -> str:
               "conv", **attrs)  # fmt: skip
     extra = [t for t in rest if not is_helper(t)]
     steps = _fusion_steps(n.op_type)
-    if b.quantized and m.npu_format == "RKNPU f2" and ("Add" in steps or "Mul" in steps):
-        # rk3576 requantises before the fused element-wise op with registers not decoded
-        raise VendorFormatError(
-            f"vendor .rknn model: rk3576 int8 op {n.op_type} '{n.name}' (fused element-wise "
-            "requantisation) is not decoded"
-        )
     for step in steps:
         if step in ("Add", "Mul"):
             if len(extra) != 1:

@@ -80,3 +80,23 @@ def unpack_kh_oc_kw_ic4(
             f"vendor .rknn model: weight '{name}' packing {native} (rk3576 int8) is not decoded"
         )
     return np.ascontiguousarray(block[:oc, :ic, :, :kw])
+
+
+def unpack_depthwise_pairs(
+    raw: memoryview, native: list[int], channels: int, kh: int, kw: int, name: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """rk3576 int8 depthwise weights: per kernel position, the channels (padded to the native
+    IC2) in 4-byte groups [w(2k), w(2k+1), -zw(2k), -zw(2k+1)] (-zw = 128 wraps to -128).
+    Returns the weights [channels, 1, kh, kw] and the weight zero points [channels]."""
+    data = np.frombuffer(raw, np.int8)
+    c_pad = native[-1] if native else 0
+    if c_pad < channels or c_pad % 2 or data.size != kh * kw * c_pad * 2:
+        raise VendorFormatError(
+            f"vendor .rknn model: rk3576 int8 depthwise weight '{name}' packing {native} "
+            "is not decoded"
+        )
+    groups = data.reshape(kh, kw, c_pad // 2, 4)
+    q = groups[..., :2].reshape(kh, kw, c_pad).transpose(2, 0, 1)[:channels, None]
+    minus_zw = groups[0, 0, :, 2:].reshape(c_pad)[:channels].astype(np.float64)
+    minus_zw[minus_zw == -128] = 128  # zw is in [-128, 127]
+    return np.ascontiguousarray(q), -minus_zw
