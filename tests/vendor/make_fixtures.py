@@ -360,6 +360,25 @@ def build_one(name: str, platform: str, dtype: str, out_dir: str, work: str) -> 
     )  # fmt: skip
 
 
+def build_dynamic(out_dir: str, work: str) -> None:
+    """`dynamic_wide_rk3588_fp16.rknn`: the wide model with two input shapes (a dynamic-shape
+    build holds one graph per shape set; rknnrt refuses it by name). No simulator run."""
+    from rknn.api import RKNN
+
+    model = make_onnx("wide")
+    for vi in [*model.graph.input, *model.graph.output]:
+        dims = vi.type.tensor_type.shape.dim
+        dims[2].dim_param, dims[3].dim_param = "h", "w"
+    onnx_path = os.path.join(work, "wide_dyn.onnx")
+    onnx.save(model, onnx_path)
+    rknn = RKNN(verbose=False)
+    rknn.config(target_platform="rk3588", dynamic_input=[[[1, 8, 10, 11]], [[1, 8, 16, 16]]])
+    assert rknn.load_onnx(onnx_path) == 0
+    assert rknn.build(do_quantization=False) == 0
+    assert rknn.export_rknn(os.path.join(out_dir, "dynamic_wide_rk3588_fp16.rknn")) == 0
+    rknn.release()
+
+
 def main() -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -367,8 +386,18 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=None, help="model names to rebuild")
     ap.add_argument("--platforms", nargs="*", default=list(PLATFORMS))
     ap.add_argument("--dtypes", nargs="*", default=list(DTYPES))
+    ap.add_argument("--dynamic", action="store_true", help="(re)build only the dynamic model")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.dynamic:
+        work = tempfile.mkdtemp(prefix="rknnrt_vendor_fx_")
+        os.chdir(work)
+        try:
+            build_dynamic(args.out, work)
+        finally:
+            os.chdir(here)
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
     report_path = os.path.join(args.out, "reported.json")
     reported = {}
     if os.path.exists(report_path):

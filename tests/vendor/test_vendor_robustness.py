@@ -13,7 +13,7 @@ from rknnrt.model import container
 from rknnrt.model.vendor_rknn import literal, weights
 from rknnrt.model.vendor_rknn.flatbuf import VendorFormatError
 
-from .vendor_data import STEMS, model_bytes
+from .vendor_data import FIXTURES, STEMS, model_bytes
 
 
 def _mutate(data: bytes, rng: np.random.Generator) -> bytes:
@@ -147,3 +147,11 @@ def test_unverified_npu_format_is_refused_by_name() -> None:
     data[at : at + 8] = b"RKNPU t4"
     with pytest.raises(VendorFormatError, match="RKNPU t4.*not verified"):
         container.read(memoryview(bytes(data)))
+
+
+def test_dynamic_shape_build_is_refused_by_name(capi, rknn_log) -> None:
+    data = (FIXTURES / "dynamic_wide_rk3588_fp16.rknn").read_bytes()
+    ctx = rk.rknn_context()
+    assert capi(rk.rknn_init, ctx, data, len(data), 0, None) == rk.RKNN_ERR_MODEL_INVALID
+    (line,) = rknn_log.take("E")
+    assert "dynamic_shape" in line

@@ -92,7 +92,6 @@ class VendorModel:
     generator: dict
     io_types: dict[str, dict]  # fields 12/13 merged: name -> {"dtype", "layout"}
     shape_mode: str
-    dynamic_shapes: list  # field 17 (dynamic builds)
     weight_size: int
     internal_size: int
     tensors: list[Tensor]
@@ -214,7 +213,6 @@ def parse(buf: memoryview) -> VendorModel:
         generator=literal.parse_dict(root.string(3) or "{}"),
         io_types=io_types,
         shape_mode=root.string(16) or "static_shape",
-        dynamic_shapes=literal.parse_json_or_literal(root.string(17) or ""),
         weight_size=sizes[0], internal_size=sizes[1],
         tensors=tensors, nodes=nodes, inputs=ins, outputs=outs, norms=norms, buffers=buffers,
     )  # fmt: skip

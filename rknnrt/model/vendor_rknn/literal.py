@@ -8,7 +8,6 @@ or the stack.
 from __future__ import annotations
 
 import ast
-import json
 
 from .flatbuf import VendorFormatError
 
@@ -54,16 +53,3 @@ def parse_dict(text: str) -> dict:
         raise VendorFormatError("vendor .rknn model: the generator dict is not a dict")
     return value
 
-
-def parse_json_or_literal(text: str) -> object:
-    """Model field 17 (dynamic shapes): JSON or a Python literal list; [] when empty."""
-    if not text.strip():
-        return []
-    if len(text) > MAX_CHARS or _depth(text) > MAX_DEPTH:
-        raise VendorFormatError(
-            "vendor .rknn model: the shape list is too large or too deeply nested"
-        )
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return _literal(text, "shape list")
