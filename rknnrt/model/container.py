@@ -23,6 +23,7 @@ from dataclasses import dataclass
 MAGIC = b"rknnrt\0\0"
 VENDOR_MAGIC = b"RKNN"
 FORMAT_VERSION = 1
+VENDOR_FORMAT_VERSION = 6  # Sections.version of a vendor .rknn file
 HEADER_SIZE = 64
 ALIGN = 64
 _HEADER = struct.Struct("<8sIIQIIQIIQQ")
@@ -34,7 +35,7 @@ class ModelFormatError(ValueError):
 
 
 class VendorModelError(ModelFormatError):
-    """The bytes are a vendor .rknn file, which rknnrt cannot read yet."""
+    """The bytes are a vendor .rknn file that rknnrt cannot read (rknnrt.model.vendor_rknn)."""
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,11 @@ def read(buf: memoryview) -> Sections:
     """Validate the header and return views of the sections; ModelFormatError if malformed."""
     buf = buf.cast("B") if buf.format != "B" or buf.ndim != 1 else buf
     if len(buf) >= 4 and bytes(buf[:4]) == VENDOR_MAGIC:
-        raise VendorModelError(
-            "this is a vendor .rknn model (magic 'RKNN'); rknnrt cannot run it yet: "
-            "convert the original ONNX model with `rknnrt convert`"
-        )
+        from . import vendor_rknn  # imported here: it builds on this module and meta
+
+        metadata, graph, weights = vendor_rknn.to_sections(buf)
+        return Sections(VENDOR_FORMAT_VERSION, memoryview(metadata), memoryview(graph),
+                        memoryview(weights))  # fmt: skip
     if len(buf) < HEADER_SIZE:
         raise ModelFormatError(f"model is too small: {len(buf)} bytes < {HEADER_SIZE}-byte header")
     (magic, version, header_size, meta_off, meta_size, meta_crc, graph_off, graph_size,

@@ -1,0 +1,153 @@
+"""int8 convolutions: recovering float weights and biases the way the vendor's NPU computes.
+
+The file stores the quantised weights q (packed), a bias blob per group of 8 output channels
+`[8 x i32 A | 8 x i16 B | 8 x u16 C]` and, in the compiled register commands of the op's first
+task, the output conversion (OUT_CVT) offset/scale/shift. With
+A = round(b / (s_in * s_w)) - zp_in * sum(q - zw), B = -zw and C = round(s_w / max(s_w) * 2^14),
+the per-channel weight scale is s_w = C / 2^14 * scale / 2^shift * s_out / s_in
+(docs/vendor-rknn.md). The weight scale itself is not stored.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import weights
+from .fileformat import KIND_REGCMD, KIND_TASKS, Node, Tensor, VendorModel
+from .flatbuf import VendorFormatError
+
+# OUT_CVT offset, scale, shift register addresses per NPU generation (Model field 1).
+OUT_CVT = {
+    "RKNPU v2": (0x4080, 0x4084, 0x4088),  # rk3588
+    "RKNPU lite": (0x4080, 0x4084, 0x4088),  # rk3566/rk3568
+    "RKNPU f2": (0x40AC, 0x40B0, 0x40B4),  # rk3576
+    "RKNPU t4": (0x40AC, 0x40B0, 0x40B4),  # rk3562
+}
+TASK = struct.Struct("<8IQ")  # flags, op index, enable mask, 3 x irq, count, offset, address
+# Output channels per bias-blob group `[g x i32 A | g x i16 B | g x u16 C]` (NPU format).
+BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8}
+
+
+class RegisterFile:
+    """The register values each op's first convolution task programs (op index -> regs)."""
+
+    def __init__(self, m: VendorModel) -> None:
+        self.model = m
+        self.cvt = OUT_CVT.get(m.npu_format)
+        self.by_op: dict[int, dict[int, int]] = {}
+        reg_t, task_t = m.by_kind(KIND_REGCMD), m.by_kind(KIND_TASKS)
+        if reg_t is None or task_t is None:
+            return
+        regcmd = np.frombuffer(m.data(reg_t), "<u8", len(m.data(reg_t)) // 8)
+        tasks = m.data(task_t)
+        for k in range(len(tasks) // TASK.size):
+            _, op, _, _, _, _, count, _, addr = TASK.unpack_from(tasks, k * TASK.size)
+            if op in self.by_op:
+                continue
+            first = addr // 8
+            if addr % 8 or first + count > regcmd.size:
+                raise VendorFormatError(f"vendor .rknn model: task {k} points outside the commands")
+            regs: dict[int, int] = {}
+            for entry in regcmd[first : first + count].tolist():
+                regs.setdefault(entry & 0xFFFF, (entry >> 16) & 0xFFFFFFFF)
+            # the op's first task that programs the output conversion (a convolution task:
+            # enable mask 0x1d on rk3588, 0x1f on rk3566; pooling tasks do not set it)
+            if self.cvt is not None and all(r in regs for r in self.cvt):
+                self.by_op[op] = regs
+
+    def out_cvt(self, n: Node) -> tuple[int, int, int]:
+        regs = self.by_op.get(n.index)
+        if self.cvt is None or regs is None or any(r not in regs for r in self.cvt):
+            raise VendorFormatError(
+                f"vendor .rknn model: int8 op {n.op_type} '{n.name}': its output conversion "
+                "registers are not decoded"
+            )
+        offset, scale, shift = (regs[r] for r in self.cvt)
+        # the scale is 16 bits; rk3576 sets bit 16 in fused element-wise convolutions
+        return offset, scale & 0xFFFF, shift
+
+
+def _bias_blob(raw: memoryview, channels: int, group: int, name: str) -> tuple[np.ndarray, ...]:
+    groups, stride = -(-channels // group), 8 * group
+    if len(raw) < groups * stride:
+        raise VendorFormatError(f"vendor .rknn model: int8 bias '{name}' is too short")
+    blob = np.frombuffer(raw, np.uint8, groups * stride).reshape(groups, stride)
+    a = blob[:, : 4 * group].copy().view("<i4").reshape(-1)[:channels].astype(np.float64)
+    b = blob[:, 4 * group : 6 * group].copy().view("<i2").reshape(-1)[:channels]
+    c = blob[:, 6 * group :].copy().view("<u2").reshape(-1)[:channels]
+    return a, b.astype(np.float64), c.astype(np.float64)
+
+
+@dataclass
+class ConvInt8:
+    """An int8 convolution's weights as the NPU computes with them: float weights
+    (q - zw) * scale per output channel, and the float bias."""
+
+    q: np.ndarray  # int8 [oc, ic, kh, kw] (depthwise: [channels, 1, kh, kw])
+    zw: np.ndarray  # float32 [oc]
+    scale: np.ndarray  # float32 [oc]
+    bias: np.ndarray  # float32 [oc]
+
+
+def _bias_blob_without_b(raw: memoryview, channels: int, group: int,
+                         name: str) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    groups, stride = -(-channels // group), 6 * group
+    if len(raw) < groups * stride:
+        raise VendorFormatError(f"vendor .rknn model: int8 bias '{name}' is too short")
+    blob = np.frombuffer(raw, np.uint8, groups * stride).reshape(groups, stride)
+    a = blob[:, : 4 * group].copy().view("<i4").reshape(-1)[:channels].astype(np.float64)
+    c = blob[:, 4 * group :].copy().view("<u2").reshape(-1)[:channels].astype(np.float64)
+    return a, c
+
+
+def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor, y: Tensor,
+                 depthwise: bool) -> ConvInt8:  # fmt: skip
+    """The weights and bias reproducing the NPU's int8 convolution `n`."""
+    oc, ic, kh, kw = w.shape
+    pairs_zw = None
+    if regs.model.npu_format == "RKNPU f2" and depthwise:
+        q, pairs_zw = weights.unpack_depthwise_pairs(
+            _data(regs, w), w.native_shape, ic, kh, kw, w.name
+        )
+    elif (
+        regs.model.npu_format == "RKNPU f2"
+        and len(w.native_shape) == 6
+        and w.native_shape[-1] == 4
+        and not depthwise
+    ):
+        q = weights.unpack_kh_oc_kw_ic4(_data(regs, w), w.native_shape, oc, ic, kh, kw, w.name)
+    else:
+        q = weights.unpack(_data(regs, w), "int8", w.native_shape, oc, ic, kh, kw, w.name)
+    if depthwise:  # channels live on the input axis of the packed form
+        q = q.reshape(ic, 1, kh, kw)
+        oc, ic = ic, 1
+    if not (x.scale and y.scale):
+        raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' lacks IO scales")
+    group = BIAS_GROUP.get(regs.model.npu_format)
+    if group is None:
+        raise VendorFormatError(
+            f"vendor .rknn model: int8 convolutions of NPU format '{regs.model.npu_format}' "
+            f"(op '{n.name}') are not decoded"
+        )
+    if pairs_zw is not None:  # rk3576 depthwise: blob groups [A | C], zero points in q
+        a, c = _bias_blob_without_b(_data(regs, bias), oc, group, bias.name)
+        b = -pairs_zw
+    else:
+        a, b, c = _bias_blob(_data(regs, bias), oc, group, bias.name)
+    _, scale, shift = regs.out_cvt(n)
+    if shift > 63 or scale == 0:
+        raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' has an invalid OUT_CVT")
+    s_in, s_out = float(x.scale[0]), float(y.scale[0])
+    zw = -b
+    s_w = c / 2.0**14 * (scale / 2.0**shift) * s_out / s_in
+    qw = q.astype(np.float64) - zw[:, None, None, None]
+    zp_in = float(x.zp[0]) if x.zp else 0.0
+    bf = (a + zp_in * qw.reshape(oc, -1).sum(1)) * s_in * s_w
+    return ConvInt8(q, zw.astype(np.float32), s_w.astype(np.float32), bf.astype(np.float32))
+
+
+def _data(regs: RegisterFile, t: Tensor) -> memoryview:
+    return regs.model.data(t)

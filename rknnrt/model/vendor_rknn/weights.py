@@ -1,0 +1,102 @@
+"""Unpacking the NPU-packed convolution weights of a vendor file.
+
+A packed weight's native shape is one or more 6-tuples [OC1, IC1, KH, KW, OC2, IC2], each a
+tile stored as OC1 -> IC1 -> KH -> KW -> OC2 -> IC2 (IC2 fastest). Tiles follow one another,
+input channels first: a tile covers the next IC1*IC2 input channels of the current block of
+OC1*OC2 output channels; once the input channels are covered the next tile starts the next
+output block. Tiles of zero elements (depthwise files carry one) are placeholders. Padding
+channels (beyond the real OC and IC) are dropped.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from .flatbuf import VendorFormatError
+
+
+def _tiles(native: list[int], name: str) -> list[list[int]]:
+    if not native or len(native) % 6 or len(native) > 6 * 64 or min(native) < 0:
+        raise VendorFormatError(
+            f"vendor .rknn model: weight '{name}' has an undecodable packing {native}"
+        )
+    return [native[k : k + 6] for k in range(0, len(native), 6)]
+
+
+def unpack(raw: memoryview, dtype: str, native: list[int], oc: int, ic: int, kh: int, kw: int,
+           name: str) -> np.ndarray:  # fmt: skip
+    """The [oc, ic, kh, kw] weights of a packed constant (`ic` is 1 for depthwise)."""
+    tiles = [t for t in _tiles(native, name) if prod(t)]
+    data = np.frombuffer(raw, np.dtype(dtype), len(raw) // np.dtype(dtype).itemsize)
+    if min(oc, ic, kh, kw) <= 0 or oc * ic * kh * kw > data.size:
+        raise VendorFormatError(
+            f"vendor .rknn model: weight '{name}' of shape {[oc, ic, kh, kw]} exceeds its "
+            f"{data.size} stored values"
+        )
+    out = np.zeros((oc, ic, kh, kw), data.dtype)
+    at = oc_off = ic_off = 0
+    for oc1, ic1, th, tw, oc2, ic2 in tiles:
+        count = oc1 * ic1 * th * tw * oc2 * ic2
+        if (th, tw) != (kh, kw) or at + count > data.size or oc_off >= oc:
+            raise VendorFormatError(
+                f"vendor .rknn model: weight '{name}' packing {native} does not fit its "
+                f"{[oc, ic, kh, kw]} shape or its {data.size} stored values"
+            )
+        block = data[at : at + count].reshape(oc1, ic1, kh, kw, oc2, ic2)
+        block = block.transpose(0, 4, 1, 5, 2, 3).reshape(oc1 * oc2, ic1 * ic2, kh, kw)
+        n_oc, n_ic = min(oc1 * oc2, oc - oc_off), min(ic1 * ic2, ic - ic_off)
+        if n_ic > 0:
+            out[oc_off : oc_off + n_oc, ic_off : ic_off + n_ic] = block[:n_oc, :n_ic]
+        at += count
+        ic_off += ic1 * ic2
+        if ic_off >= ic:
+            ic_off, oc_off = 0, oc_off + oc1 * oc2
+    if oc_off < oc:
+        raise VendorFormatError(
+            f"vendor .rknn model: weight '{name}' packing {native} covers {oc_off} of {oc} channels"
+        )
+    return out
+
+
+def unpack_kh_oc_kw_ic4(
+    raw: memoryview, native: list[int], oc: int, ic: int, kh: int, kw: int, name: str
+) -> np.ndarray:
+    """rk3576 int8 convolutions with at most 4 input channels (native IC2 = 4). Two layouts
+    were seen, told apart by the buffer size (OC padded to 16, IC to 4):
+    [KH][KW][OC][IC] in exactly KH*KW*OC*4 bytes, and [KH][OC][KW -> 4][IC] in at least
+    KH*OC*16 bytes (zeros may follow). Inferred from toolkit 2.5.0 builds."""
+    data = np.frombuffer(raw, np.int8)
+    if min(oc, ic, kh, kw) <= 0 or oc * ic * kh * kw > data.size or ic > 4:
+        raise VendorFormatError(f"vendor .rknn model: weight '{name}' exceeds its stored values")
+    oc_pad = -(-oc // 16) * 16
+    if data.size == kh * kw * oc_pad * 4:
+        block = data.reshape(kh, kw, oc_pad, 4).transpose(2, 3, 0, 1)  # oc, ic, kh, kw
+    elif data.size >= kh * oc_pad * 4 * 4 and kw <= 4:
+        block = data[: kh * oc_pad * 16].reshape(kh, oc_pad, 4, 4).transpose(1, 3, 0, 2)
+    else:
+        raise VendorFormatError(
+            f"vendor .rknn model: weight '{name}' packing {native} (rk3576 int8) is not decoded"
+        )
+    return np.ascontiguousarray(block[:oc, :ic, :, :kw])
+
+
+def unpack_depthwise_pairs(
+    raw: memoryview, native: list[int], channels: int, kh: int, kw: int, name: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """rk3576 int8 depthwise weights: per kernel position, the channels (padded to the native
+    IC2) in 4-byte groups [w(2k), w(2k+1), -zw(2k), -zw(2k+1)] (-zw = 128 wraps to -128).
+    Returns the weights [channels, 1, kh, kw] and the weight zero points [channels]."""
+    data = np.frombuffer(raw, np.int8)
+    c_pad = native[-1] if native else 0
+    if c_pad < channels or c_pad % 2 or data.size != kh * kw * c_pad * 2:
+        raise VendorFormatError(
+            f"vendor .rknn model: rk3576 int8 depthwise weight '{name}' packing {native} "
+            "is not decoded"
+        )
+    groups = data.reshape(kh, kw, c_pad // 2, 4)
+    q = groups[..., :2].reshape(kh, kw, c_pad).transpose(2, 0, 1)[:channels, None]
+    minus_zw = groups[0, 0, :, 2:].reshape(c_pad)[:channels].astype(np.float64)
+    minus_zw[minus_zw == -128] = 128  # zw is in [-128, 127]
+    return np.ascontiguousarray(q), -minus_zw

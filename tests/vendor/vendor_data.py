@@ -1,0 +1,34 @@
+"""Vendor .rknn fixtures (tests/vendor/fixtures, made by make_fixtures.py with the vendor's
+rknn-toolkit2 2.5.0): each `<model>_<platform>_<dtype>.rknn` comes with an `.npz` of 3 inputs
+and the vendor simulator's outputs, and `reported.json` holds what the toolkit reported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPORTED: dict = json.loads((FIXTURES / "reported.json").read_text())
+STEMS = sorted(REPORTED)
+
+# What rknn_init refuses, and the words its one log line must contain (docs/vendor-rknn.md).
+UNSUPPORTED = {
+    "sigmoid_rk3588_i8": "ConvSigmoid",
+    "sigmoid_rk3566_i8": "ConvSigmoid",
+    "sigmoid_rk3576_i8": "ConvSigmoid",
+    "swish_rk3588_i8": "ConvExSwish",
+    "swish_rk3566_i8": "ConvExSwish",
+    "swish_rk3576_i8": "ConvExSwish",
+}
+SUPPORTED = [s for s in STEMS if s not in UNSUPPORTED]
+
+
+def model_bytes(stem: str) -> bytes:
+    return (FIXTURES / f"{stem}.rknn").read_bytes()
+
+
+def reference(stem: str) -> dict[str, np.ndarray]:
+    with np.load(FIXTURES / f"{stem}.npz") as data:
+        return {k: data[k] for k in data.files}
