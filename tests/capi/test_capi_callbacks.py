@@ -9,10 +9,11 @@ import subprocess
 
 import numpy as np
 import pytest
-from .conftest import C_DIR
 
 import rknnrt as rk
 from rknnrt.capi.callbacks import CustomOpCallbacks, tensor_of
+
+from .conftest import C_DIR
 
 
 @pytest.fixture(scope="module")

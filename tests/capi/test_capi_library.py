@@ -12,11 +12,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from .conftest import CLEAN_PATH, board_env
 
 import rknnrt as rk
 from rknnrt.capi import build
 from rknnrt.capi.signatures import functions
+
+from .conftest import CLEAN_PATH, board_env
 
 # rknn_api_facts.md §1: LP64 sizes and offsets measured with gcc on the vendor's V2.3.2 headers.
 FACTS = {
