@@ -12,6 +12,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+from ..model import graph_rules
+from ..model.errors import ModelFormatError
 from ..model.meta import ModelMeta, TensorSpec
 from .errors import MODEL_INVALID, RknnError
 
@@ -73,6 +75,10 @@ class Program:
 
     def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray,
                  in_place: bool = False) -> None:  # fmt: skip
+        try:  # container.read checked the graph's rules; these refs must be the metadata's
+            graph_rules.cross_check(graph_rules.weight_refs(graph), meta.weights)
+        except ModelFormatError as exc:
+            raise RknnError(MODEL_INVALID, str(exc)) from None
         options = _session_options()
         names, values = [], []
         try:
