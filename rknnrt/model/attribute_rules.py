@@ -57,7 +57,9 @@ def _check_conv(node: onnx.NodeProto, dims: dict[str, list[int | None]], where: 
     else:  # ConvTranspose: weights are [C_in, C_out / group, k...]
         per_group_in, out_channels = (w[0] // group if w[0] % group == 0 else -1), w[1] * group
         if per_group_in < 0:
-            raise ModelFormatError(f"{where}: {w[0]} input channels do not divide into {group} groups")
+            raise ModelFormatError(
+                f"{where}: {w[0]} input channels do not divide into {group} groups"
+            )
     if channels is not None and channels != per_group_in * group:
         raise ModelFormatError(
             f"{where}: the input has {channels} channels, the weights {w} with group {group} "

@@ -108,7 +108,7 @@ def _check_v1_weights(metadata: memoryview, weights: memoryview) -> None:
 
     raw = load_json(metadata)
     digest = raw.get("weights_sha256") if isinstance(raw, dict) else None
-    if len(weights) and (not isinstance(digest, str) or digest != hashlib.sha256(weights).hexdigest()):
+    if len(weights) and digest != hashlib.sha256(weights).hexdigest():
         raise ModelFormatError("weights section checksum mismatch (corrupted file)")
 
 

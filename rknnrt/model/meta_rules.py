@@ -57,7 +57,9 @@ def _check_tensor(spec: TensorSpec, where: str) -> None:
                 "needs one per channel"
             )
         if not all(isfinite(v) for v in values) or (what == "std" and 0.0 in values):
-            raise ModelFormatError(f"metadata: {where} {what} {values} must be finite, std non-zero")
+            raise ModelFormatError(
+                f"metadata: {where} {what} {values} must be finite (std non-zero)"
+            )
 
 
 def _check_weights(meta: ModelMeta, weights_size: int) -> None:

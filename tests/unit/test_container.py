@@ -73,9 +73,9 @@ def test_truncation_anywhere_is_detected() -> None:
 
 def test_checksums_catch_corruption() -> None:
     blob = bytearray(container.write(b"M" * 10, GRAPH, b"W" * 30))
-    for offset, pattern in ((128 + 3, "metadata section checksum"),
-                            (192 + 1, "graph section checksum"),
-                            (256 + 7, "weights section checksum"), (20, "header checksum")):  # fmt: skip
+    cases = [(128 + 3, "metadata section checksum"), (192 + 1, "graph section checksum"),
+             (256 + 7, "weights section checksum"), (20, "header checksum")]  # fmt: skip
+    for offset, pattern in cases:
         blob[offset] ^= 0xFF
         with pytest.raises(container.ModelFormatError, match=pattern):
             container.read(memoryview(bytes(blob)))
