@@ -55,6 +55,28 @@ def init_once(blob: bytes, zero_copy: bool) -> None:
     gc.collect()
 
 
+def measure(name: str, dtype: str, repeat: int) -> None:
+    rknn = RKNN()
+    rknn.config(float_dtype=dtype)
+    assert rknn.load_onnx(str(LIGHT / f"{name}.onnx")) == 0
+    assert rknn.build() == 0, rknn.last_error
+    blob = rknn.model_bytes()
+    rknn.release()
+    sections = container.read(memoryview(blob))
+    init = median_s(lambda: init_once(blob, False), repeat)
+    zc_init = median_s(lambda: init_once(blob, True), repeat)
+    crc = median_s(lambda: zlib.crc32(sections.weights), repeat)
+    rules = median_s(lambda: graph_rules.check_graph(sections.graph, use_cache=False), repeat)
+    sha = median_s(lambda: hashlib.sha256(sections.weights).digest(), repeat)
+
+    def share(t: float) -> str:
+        return f"{t * 1e3:6.1f} ({t / init * 100:4.1f}%)"
+
+    print(f"{name + ' ' + dtype:28s} {len(blob) / 1e6:6.0f} {init * 1e3:8.1f} "
+          f"{zc_init * 1e3:8.1f} {share(crc):>14s} {share(rules):>14s} "
+          f"{share(sha):>14s}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="light_vgg19")
@@ -65,27 +87,7 @@ def main() -> None:
           f"{'graph rules':>14s} {'sha256 (v1)':>14s}")  # fmt: skip
     for name in args.models.split(","):
         for dtype in args.dtypes.split(","):
-            rknn = RKNN()
-            rknn.config(float_dtype=dtype)
-            assert rknn.load_onnx(str(LIGHT / f"{name}.onnx")) == 0
-            assert rknn.build() == 0, rknn.last_error
-            blob = rknn.model_bytes()
-            rknn.release()
-            sections = container.read(memoryview(blob))
-            init = median_s(lambda: init_once(blob, False), args.repeat)
-            zc_init = median_s(lambda: init_once(blob, True), args.repeat)
-            crc = median_s(lambda: zlib.crc32(sections.weights), args.repeat)
-            rules = median_s(lambda: graph_rules.check_graph(sections.graph), args.repeat)
-            sha = median_s(lambda: hashlib.sha256(sections.weights).digest(), args.repeat)
-
-            def share(t: float) -> str:
-                return f"{t * 1e3:6.1f} ({t / init * 100:4.1f}%)"
-
-            print(f"{name + ' ' + dtype:28s} {len(blob) / 1e6:6.0f} {init * 1e3:8.1f} "
-                  f"{zc_init * 1e3:8.1f} {share(crc):>14s} {share(rules):>14s} "
-                  f"{share(sha):>14s}")  # fmt: skip
-            del sections, blob
-            gc.collect()
+            measure(name, dtype, args.repeat)
 
 
 if __name__ == "__main__":

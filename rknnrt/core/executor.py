@@ -97,7 +97,11 @@ class Program:
                 options.add_external_initializers(
                     names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values]
                 )
-            self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+            # enable_fallback=0: onnxruntime's Python layer would otherwise print "EP Error"
+            # lines to stdout and retry the same provider when the session fails to build.
+            self.session = ort.InferenceSession(
+                graph, options, providers=["CPUExecutionProvider"], enable_fallback=0
+            )
         except Exception as exc:  # onnx and onnxruntime raise several types for a bad graph
             raise RknnError(MODEL_INVALID, f"the model's graph cannot be loaded: {exc}") from None
         self._keep = weights  # the program reads these bytes (in place, or once at load)

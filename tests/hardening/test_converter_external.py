@@ -75,7 +75,9 @@ def test_path_resolves_inside_the_model_folder(secret_cwd, tmp_path) -> None:
     np.testing.assert_array_equal(stored, WEIGHT.ravel())  # the folder's file, not the cwd's
 
 
-@pytest.mark.parametrize("location", ["../cwd/w.bin", "{cwd}/w.bin", "link.bin", "sub/../../cwd/w.bin"])
+@pytest.mark.parametrize(
+    "location", ["../cwd/w.bin", "{cwd}/w.bin", "link.bin", "sub/../../cwd/w.bin"]
+)
 def test_path_never_leaves_the_model_folder(secret_cwd, tmp_path, location) -> None:
     folder = tmp_path / "model"
     (folder / "sub").mkdir(parents=True)

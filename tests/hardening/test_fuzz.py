@@ -32,6 +32,13 @@ def _cap_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
+def _last_begun(results: Path) -> int | None:
+    """The case a worker began last (the one it died or hung in)."""
+    begun = [json.loads(line).get("begin") for line in results.read_text().splitlines()]
+    begun = [b for b in begun if b is not None]
+    return begun[-1] if begun else None
+
+
 def _fuzz(models: dict[str, bytes], tmp_path: Path, cases: int, workers: int) -> Counter:
     models_dir = tmp_path / "models"
     models_dir.mkdir()

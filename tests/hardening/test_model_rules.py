@@ -294,8 +294,11 @@ def _conv_attribute(name: str, value):
 
 @pytest.mark.parametrize(
     ("name", "value", "pattern"),
-    [("group", 2, r"groups|channels"), ("group", 0, r"group 0"),
-     ("kernel_shape", [5, 5], r"kernel_shape")],  # fmt: skip
+    [
+        ("group", 2, r"groups|channels"),
+        ("group", 0, r"group 0"),
+        ("kernel_shape", [5, 5], r"kernel_shape"),
+    ],  # fmt: skip
 )
 def test_invalid_conv_attributes_fail_at_init(default_model_bytes, rknn_log, name, value,
                                               pattern) -> None:  # fmt: skip
