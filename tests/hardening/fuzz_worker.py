@@ -62,7 +62,8 @@ def main() -> None:
             out.write(json.dumps({"begin": index}) + "\n")
             out.flush()
             name, kind, blob, exact = mutate(models, int(seed), index)
-            record = {"i": index, "model": name, "kind": kind, "exact": exact, "escaped": None}
+            record = {"i": index, "model": name, "kind": kind, "exact": exact, "escaped": None,
+                      "size": len(blob)}  # fmt: skip
             try:
                 with open(case_path, "wb") as f:
                     f.write(blob)
