@@ -75,8 +75,9 @@ class Program:
 
     def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray,
                  in_place: bool = False) -> None:  # fmt: skip
-        try:  # container.read checked the graph's rules; these refs must be the metadata's
-            graph_rules.cross_check(graph_rules.weight_refs(graph), meta.weights)
+        try:  # the graph's rules (checked, and cached, by container.read at init) and its
+            # weights-section constants, which must be exactly the metadata's weights
+            graph_rules.cross_check(graph_rules.check_graph(graph), meta.weights)
         except ModelFormatError as exc:
             raise RknnError(MODEL_INVALID, str(exc)) from None
         options = _session_options()

@@ -148,17 +148,6 @@ def _check(graph: bytes) -> tuple[tuple[str, tuple[int, int]], ...]:
     return tuple(external.items())
 
 
-def weight_refs(graph: bytes | memoryview) -> dict[str, tuple[int, int]]:
-    """name -> (offset, length) of the top-level initializers stored in the weights section,
-    without the full walk of check_graph."""
-    model = parse(graph)
-    refs: dict[str, tuple[int, int]] = {}
-    for k, tensor in enumerate(model.graph.initializer):
-        if tensor.data_location == onnx.TensorProto.EXTERNAL or len(tensor.external_data):
-            refs[tensor.name] = _weight_ref(tensor, f"graph initializer #{k}")
-    return refs
-
-
 def cross_check(external: dict[str, tuple[int, int]], weights: list[Any]) -> None:
     """The graph's weights-section constants are exactly the metadata's weight specs."""
     specs = {w.name: (w.offset, w.nbytes) for w in weights}
