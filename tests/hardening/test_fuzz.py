@@ -5,7 +5,8 @@ with a memory cap. No case may crash, hang, let an exception escape rknn_init, p
 stdout or fail with anything but RKNN_ERR_MODEL_INVALID; an accepted file whose checksums were
 left alone must compute exactly what the original computes.
 
-The suite runs 6,000 cases (slow, ~45 s on two cores) and a 50-case smoke test. For a release run:
+The suite runs 15,000 cases (slow, about a minute on two cores) and a 50-case smoke test.
+For a release run:
     RKNNRT_FUZZ_CASES=50000 python -m pytest tests/hardening/test_fuzz.py -m slow
 (RKNNRT_FUZZ_SEED changes the seed; a failing case replays with fuzz_cases.mutate.)
 """
@@ -96,6 +97,6 @@ def test_fuzz_smoke(three_models, tmp_path) -> None:
 
 @pytest.mark.slow
 def test_fuzz_model_loading(three_models, tmp_path) -> None:
-    cases = int(os.environ.get("RKNNRT_FUZZ_CASES", "6000"))
+    cases = int(os.environ.get("RKNNRT_FUZZ_CASES", "15000"))
     tally = _fuzz(three_models, tmp_path, cases=cases, workers=2)
     assert tally["accepted"] > 0 and tally["refused"] > cases // 2
