@@ -12,6 +12,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+from ..model import graph_rules
+from ..model.errors import ModelFormatError
 from ..model.meta import ModelMeta, TensorSpec
 from .errors import MODEL_INVALID, RknnError
 
@@ -73,6 +75,11 @@ class Program:
 
     def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray,
                  in_place: bool = False) -> None:  # fmt: skip
+        try:  # the graph's rules (checked, and cached, by container.read at init) and its
+            # weights-section constants, which must be exactly the metadata's weights
+            graph_rules.cross_check(graph_rules.check_graph(graph), meta.weights)
+        except ModelFormatError as exc:
+            raise RknnError(MODEL_INVALID, str(exc)) from None
         options = _session_options()
         names, values = [], []
         try:
@@ -91,7 +98,11 @@ class Program:
                 options.add_external_initializers(
                     names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values]
                 )
-            self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+            # enable_fallback=0: onnxruntime's Python layer would otherwise print "EP Error"
+            # lines to stdout and retry the same provider when the session fails to build.
+            self.session = ort.InferenceSession(
+                graph, options, providers=["CPUExecutionProvider"], enable_fallback=0
+            )
         except Exception as exc:  # onnx and onnxruntime raise several types for a bad graph
             raise RknnError(MODEL_INVALID, f"the model's graph cannot be loaded: {exc}") from None
         self._keep = weights  # the program reads these bytes (in place, or once at load)

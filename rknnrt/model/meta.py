@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .container import ModelFormatError
+from .errors import ModelFormatError
+from .meta_rules import check_ranges
 
 # numpy dtype names the NPU program may use at its boundary.
 DTYPES = ("float32", "float16", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
@@ -94,11 +95,42 @@ class ModelMeta:
 
     @classmethod
     def from_json(cls, data: bytes | memoryview, weights_size: int) -> ModelMeta:
-        try:
-            raw = json.loads(bytes(data).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ModelFormatError(f"metadata is not valid JSON: {exc}") from None
-        return _parse_meta(raw, weights_size)
+        meta = _parse_meta(load_json(data), weights_size)
+        check_ranges(meta, weights_size)
+        return meta
+
+
+_MAX_INT_DIGITS = 19  # every integer of the metadata fits an int64
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        raise ModelFormatError(f"metadata: integer {text[:24]}... is too large")
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ModelFormatError(f"metadata: number {text[:24]} is out of range")
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise ModelFormatError(f"metadata: {text} is not a number JSON allows")
+
+
+def load_json(data: bytes | memoryview) -> Any:
+    """Strict JSON: no NaN/Infinity, no integer beyond int64, bounded nesting."""
+    try:
+        return json.loads(
+            bytes(data).decode("utf-8"),
+            parse_int=_parse_int, parse_float=_parse_float, parse_constant=_no_constant,
+        )  # fmt: skip
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFormatError(f"metadata is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ModelFormatError("metadata is nested too deeply") from None
 
 
 def _want(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import onnx
 from onnx import helper
@@ -11,17 +12,92 @@ from .errors import ConversionError
 from .op_support import SUPPORTED_OPS
 
 
+def _all_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
+    """Every tensor of a graph: initializers, sparse ones, node attributes and subgraphs."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield from (sparse.values, sparse.indices)
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            for sparse in [*([attr.sparse_tensor] if attr.HasField("sparse_tensor") else []),
+                           *attr.sparse_tensors]:  # fmt: skip
+                yield from (sparse.values, sparse.indices)
+            if attr.HasField("g"):
+                yield from _all_tensors(attr.g)
+            for sub in attr.graphs:
+                yield from _all_tensors(sub)
+
+
+def _uses_external_data(tensor: onnx.TensorProto) -> bool:
+    return tensor.data_location == onnx.TensorProto.EXTERNAL or len(tensor.external_data) > 0
+
+
+def _read_inside(folder: str, tensor: onnx.TensorProto) -> bytes:
+    """The bytes of one external tensor, from a file inside `folder` (symlinks resolved and
+    required to stay inside it too)."""
+    info = {entry.key: entry.value for entry in tensor.external_data}
+    location = info.get("location", "")
+    root = os.path.realpath(folder)
+    target = os.path.realpath(os.path.join(root, location))
+    if not location or os.path.isabs(location) or os.path.commonpath([root, target]) != root:
+        raise ConversionError(
+            f"tensor '{tensor.name}': external data {location!r} lies outside the model's "
+            f"folder {folder!r}"
+        )
+    try:
+        offset = int(info.get("offset") or 0)
+        length = int(info["length"]) if info.get("length") else -1
+        if not os.path.isfile(target):  # not a FIFO or device, which could block or never end
+            raise ConversionError(f"tensor '{tensor.name}': {location!r} is not a file")
+        with open(target, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            end = offset + max(length, 0)
+            if offset < 0 or length < -1 or end > size:
+                raise ConversionError(
+                    f"tensor '{tensor.name}': external data [{offset}, +{length}) lies outside "
+                    f"{location!r} ({size} bytes)"
+                )
+            f.seek(offset)
+            return f.read(length if length >= 0 else size - offset)
+    except (OSError, ValueError) as exc:
+        raise ConversionError(
+            f"tensor '{tensor.name}': cannot read external data {location!r}: {exc}"
+        ) from None
+
+
 def load(model: str | os.PathLike | bytes | onnx.ModelProto) -> onnx.ModelProto:
+    """The model with all data inline. External data is read only for a model given by path,
+    and only from files inside that model's folder; bytes and ModelProtos have no folder, so
+    an external reference there is an error (never resolved against the working directory)."""
     if isinstance(model, onnx.ModelProto):
         proto = onnx.ModelProto()
         proto.CopyFrom(model)
-        return proto
-    try:
-        if isinstance(model, bytes):
-            return onnx.load_model_from_string(model)
-        return onnx.load(os.fspath(model))
-    except Exception as exc:  # onnx raises protobuf, OS and validation errors
-        raise ConversionError(f"cannot read ONNX model {model!r}: {exc}") from None
+        folder = None
+    else:
+        try:
+            if isinstance(model, bytes):
+                proto, folder = onnx.load_model_from_string(model), None
+            else:
+                path = os.fspath(model)
+                proto = onnx.load(path, load_external_data=False)
+                folder = os.path.dirname(os.path.abspath(path))
+        except Exception as exc:  # onnx raises protobuf, OS and validation errors
+            raise ConversionError(f"cannot read ONNX model {model!r}: {exc}") from None
+    for tensor in _all_tensors(proto.graph):
+        if not _uses_external_data(tensor):
+            continue
+        if folder is None:
+            raise ConversionError(
+                f"tensor '{tensor.name}' refers to external data, which a model given as bytes "
+                "or a ModelProto cannot resolve: load it by path"
+            )
+        tensor.raw_data = _read_inside(folder, tensor)
+        tensor.data_location = onnx.TensorProto.DEFAULT
+        del tensor.external_data[:]
+    return proto
 
 
 def real_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

@@ -6,6 +6,7 @@ import json
 import struct
 import zlib
 
+import onnx
 import pytest
 
 from rknnrt.model import container
@@ -25,21 +26,27 @@ def _meta(**changes: object) -> ModelMeta:
     return meta
 
 
+GRAPH = onnx.ModelProto(producer_name="g").SerializeToString()  # a valid, empty graph
+
+
 def test_layout_is_as_documented() -> None:
-    blob = container.write(b'{"a":1}', b"GRAPH", b"W" * 100)
+    blob = container.write(b'{"a":1}', GRAPH, b"W" * 100)
     magic, version, header_size, meta_off, meta_size, meta_crc = struct.unpack_from(
         "<8sIIQII", blob
     )
-    assert (magic, version, header_size) == (b"rknnrt\0\0", 1, 64)
-    assert (meta_off, meta_size, meta_crc) == (64, 7, zlib.crc32(b'{"a":1}'))
+    assert (magic, version, header_size) == (b"rknnrt\0\0", 2, 128)
+    assert (meta_off, meta_size, meta_crc) == (128, 7, zlib.crc32(b'{"a":1}'))
     graph_off, graph_size, graph_crc, weights_off, weights_size = struct.unpack_from(
         "<QIIQQ", blob, 32
     )
-    assert (graph_off, graph_size, graph_crc) == (128, 5, zlib.crc32(b"GRAPH"))
-    assert (weights_off, weights_size) == (192, 100)
-    assert len(blob) == 292 and blob[192:] == b"W" * 100
+    assert (graph_off, graph_size, graph_crc) == (192, len(GRAPH), zlib.crc32(GRAPH))
+    assert (weights_off, weights_size) == (256, 100)
+    weights_crc, header_crc = struct.unpack_from("<II", blob, 64)
+    assert weights_crc == zlib.crc32(b"W" * 100)
+    assert header_crc == zlib.crc32(blob[72:128], zlib.crc32(blob[:68]))
+    assert len(blob) == 356 and blob[256:] == b"W" * 100 and blob[72:128] == bytes(56)
     sections = container.read(memoryview(blob))
-    assert bytes(sections.metadata) == b'{"a":1}' and bytes(sections.graph) == b"GRAPH"
+    assert bytes(sections.metadata) == b'{"a":1}' and bytes(sections.graph) == GRAPH
     assert bytes(sections.weights) == b"W" * 100
 
 
@@ -65,14 +72,15 @@ def test_truncation_anywhere_is_detected() -> None:
 
 
 def test_checksums_catch_corruption() -> None:
-    blob = bytearray(container.write(b"M" * 10, b"G" * 70, b""))
-    blob[64 + 3] ^= 0xFF
-    with pytest.raises(container.ModelFormatError, match="metadata section checksum"):
-        container.read(memoryview(bytes(blob)))
-    blob[64 + 3] ^= 0xFF
-    blob[128 + 5] ^= 0xFF
-    with pytest.raises(container.ModelFormatError, match="graph section checksum"):
-        container.read(memoryview(bytes(blob)))
+    blob = bytearray(container.write(b"M" * 10, GRAPH, b"W" * 30))
+    cases = [(128 + 3, "metadata section checksum"), (192 + 1, "graph section checksum"),
+             (256 + 7, "weights section checksum"), (20, "header checksum")]  # fmt: skip
+    for offset, pattern in cases:
+        blob[offset] ^= 0xFF
+        with pytest.raises(container.ModelFormatError, match=pattern):
+            container.read(memoryview(bytes(blob)))
+        blob[offset] ^= 0xFF
+    container.read(memoryview(bytes(blob)))
 
 
 def test_meta_round_trip() -> None:

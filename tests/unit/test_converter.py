@@ -188,7 +188,8 @@ def test_weights_are_real_and_used() -> None:
     bias = np.frombuffer(blob, np.float32, 10, weights_off + fc_b.offset).copy()
     bias[3] += 5.0
     blob[weights_off + fc_b.offset : weights_off + fc_b.offset + 40] = bias.tobytes()
-    after = run(bytes(blob))
+    # a deliberate edit: the weights CRC-32 in the header must be written again
+    after = run(container.write(sections.metadata, sections.graph, blob[weights_off:]))
     assert np.argmax(after) == 3 and not np.allclose(before, after)
     reference = ort.InferenceSession(default_model().SerializeToString())
     expected = reference.run(None, {"images": x.transpose(0, 3, 1, 2).copy()})[0][0]

@@ -1,0 +1,82 @@
+"""One fuzz batch in its own process (run by test_fuzz.py under a memory cap):
+
+    python -m tests.hardening.fuzz_worker MODELS_DIR SEED START STOP RESULTS
+
+Loads every case of [START, STOP) by bytes and by path, runs the accepted ones and writes one
+JSON line per case to RESULTS ("begin" lines first, so that a crash names its case). Writes
+nothing to stdout itself: anything there came from the load path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+import rknnrt as rk
+
+from .fuzz_cases import mutate
+
+
+def _attempt(source: bytes | str, x: np.ndarray) -> tuple[int, bytes | None]:
+    """rknn_init's status and, when it succeeds, the first output of one run (float32 bytes)."""
+    ctx = rk.rknn_context()
+    size = 0 if isinstance(source, str) else len(source)
+    status = rk.rknn_init(ctypes.byref(ctx), source, size, 0, None)
+    if status != rk.RKNN_SUCC:
+        return status, None
+    try:
+        inputs = (rk.rknn_input * 1)()
+        inputs[0].buf, inputs[0].size = x.ctypes.data, x.nbytes
+        inputs[0].type, inputs[0].fmt = rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NHWC
+        if rk.rknn_inputs_set(ctx, 1, inputs) or rk.rknn_run(ctx, None):
+            return status, b"run failed"
+        outputs = (rk.rknn_output * 1)()
+        outputs[0].want_float = 1
+        if rk.rknn_outputs_get(ctx, 1, outputs, None):
+            return status, b"outputs_get failed"
+        result = ctypes.string_at(outputs[0].buf, outputs[0].size)
+        rk.rknn_outputs_release(ctx, 1, outputs)
+        return status, result
+    finally:
+        rk.rknn_destroy(ctx)
+
+
+def main() -> None:
+    models_dir, seed, start, stop, results = sys.argv[1:6]
+    models = {p.stem: p.read_bytes() for p in sorted(Path(models_dir).glob("*.rknn"))}
+    x = np.random.RandomState(7).rand(1, 64, 64, 3).astype(np.float32) * 255
+    reference = {}
+    for name, blob in models.items():
+        status, output = _attempt(blob, x)
+        assert status == 0 and output, (name, status)
+        reference[name] = output
+    case_path = os.path.join(os.path.dirname(results), f"case-{start}.rknn")
+    with open(results, "w") as out:
+        for index in range(int(start), int(stop)):
+            out.write(json.dumps({"begin": index}) + "\n")
+            out.flush()
+            name, kind, blob, exact = mutate(models, int(seed), index)
+            record = {"i": index, "model": name, "kind": kind, "exact": exact, "escaped": None,
+                      "size": len(blob)}  # fmt: skip
+            try:
+                with open(case_path, "wb") as f:
+                    f.write(blob)
+                by_bytes = _attempt(blob, x)
+                by_path = _attempt(case_path, x)
+                record["status"] = [by_bytes[0], by_path[0]]
+                accepted = [o for s, o in (by_bytes, by_path) if s == 0]
+                record["same"] = all(o == reference[name] for o in accepted) if accepted else None
+            except BaseException:  # noqa: B036 - an escaped exception is the finding
+                record["escaped"] = traceback.format_exc()[-2000:]
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Fuzzing the model loader (issue 11): seeded mutations of three converted models (float16,
+float32 with mean/std, int8) - bit flips, byte edits, truncations, header edits, overlapping
+sections, resealed metadata and graph edits - each loaded by bytes and by path in a subprocess
+with a memory cap. No case may crash, hang, let an exception escape rknn_init, print to
+stdout or fail with anything but RKNN_ERR_MODEL_INVALID; an accepted file whose checksums were
+left alone must compute exactly what the original computes.
+
+The suite runs 15,000 cases (slow, about a minute on two cores) and a 50-case smoke test.
+For a release run:
+    RKNNRT_FUZZ_CASES=50000 python -m pytest tests/hardening/test_fuzz.py -m slow
+(RKNNRT_FUZZ_SEED changes the seed; a failing case replays with fuzz_cases.mutate.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import rknnrt as rk
+
+MEMORY_CAP = 6 << 30  # address space of one worker; onnxruntime reserves generously
+ALLOWED = {rk.RKNN_SUCC, rk.RKNN_ERR_MODEL_INVALID}
+
+
+def _cap_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def _last_begun(results: Path) -> int | None:
+    """The case a worker began last (the one it died or hung in)."""
+    begun = [json.loads(line).get("begin") for line in results.read_text().splitlines()]
+    begun = [b for b in begun if b is not None]
+    return begun[-1] if begun else None
+
+
+def _fuzz(models: dict[str, bytes], tmp_path: Path, cases: int, workers: int) -> Counter:
+    models_dir = tmp_path / "models"
+    models_dir.mkdir()
+    for name, blob in models.items():
+        (models_dir / f"{name}.rknn").write_bytes(blob)
+    seed = int(os.environ.get("RKNNRT_FUZZ_SEED", "11"))
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "RKNNRT_KEEP_PRIORITY": "1",
+           "RKNNRT_NUM_THREADS": "1", "RKNN_LOG_LEVEL": "0"}  # fmt: skip
+    bounds = [cases * k // workers for k in range(workers + 1)]
+    procs = []
+    for k in range(workers):
+        results = tmp_path / f"results-{k}.jsonl"
+        cmd = [sys.executable, "-m", "tests.hardening.fuzz_worker", str(models_dir), str(seed),
+               str(bounds[k]), str(bounds[k + 1]), str(results)]  # fmt: skip
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, preexec_fn=_cap_memory)  # fmt: skip
+        procs.append((proc, results))
+    tally: Counter = Counter()
+    for proc, results in procs:
+        try:
+            stdout, _ = proc.communicate(timeout=120 + cases)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail(f"a fuzz worker hung; last case begun: {_last_begun(results)}")
+        assert proc.returncode == 0, (
+            f"fuzz worker died ({proc.returncode}) in case {_last_begun(results)} (seed {seed})"
+        )
+        assert stdout == b"", f"the load path wrote to stdout: {stdout[:400]!r}"
+        for line in results.read_text().splitlines():
+            record = json.loads(line)
+            if "begin" in record:
+                continue
+            where = f"case {record['i']} ({record['model']}, {record['kind']}, seed {seed})"
+            assert record["escaped"] is None, f"{where}: {record['escaped']}"
+            if record["size"] == 0:  # rknn_init(size=0) means "model is a path": PARAM_INVALID
+                assert record["status"] == [rk.RKNN_ERR_PARAM_INVALID, rk.RKNN_ERR_MODEL_INVALID]
+                tally["empty"] += 1
+                continue
+            assert set(record["status"]) <= ALLOWED, f"{where}: status {record['status']}"
+            assert record["status"][0] == record["status"][1], f"{where}: bytes and path differ"
+            if record["exact"] and record["same"] is not None:
+                assert record["same"], f"{where}: accepted, but computes something else"
+            tally["cases"] += 1
+            tally["accepted" if record["status"][0] == 0 else "refused"] += 1
+    assert tally["cases"] + tally["empty"] == cases
+    return tally
+
+
+def test_fuzz_smoke(three_models, tmp_path) -> None:
+    tally = _fuzz(three_models, tmp_path, cases=50, workers=1)
+    assert tally["refused"] > 25
+
+
+@pytest.mark.slow
+def test_fuzz_model_loading(three_models, tmp_path) -> None:
+    cases = int(os.environ.get("RKNNRT_FUZZ_CASES", "15000"))
+    tally = _fuzz(three_models, tmp_path, cases=cases, workers=2)
+    assert tally["accepted"] > 0 and tally["refused"] > cases // 2
