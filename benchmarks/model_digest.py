@@ -59,7 +59,7 @@ def measure(name: str, dtype: str, repeat: int) -> None:
     rknn = RKNN()
     rknn.config(float_dtype=dtype)
     assert rknn.load_onnx(str(LIGHT / f"{name}.onnx")) == 0
-    assert rknn.build() == 0, rknn.last_error
+    assert rknn.build(do_quantization=False) == 0, rknn.last_error
     blob = rknn.model_bytes()
     rknn.release()
     sections = container.read(memoryview(blob))

@@ -38,7 +38,7 @@ def _build(source) -> tuple[int, str, RKNN]:
     rknn.config(float_dtype="float32")
     status = rknn.load_onnx(source)
     if status == 0:
-        status = rknn.build()
+        status = rknn.build(do_quantization=False)
     return status, rknn.last_error or "", rknn
 
 
