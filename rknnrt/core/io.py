@@ -11,11 +11,10 @@ from math import prod
 import numpy as np
 
 from ..model.meta import TensorSpec
-from . import attrs, layouts
+from . import attrs, conversions, layouts
 from .errors import PARAM_INVALID, RknnError
 from .platforms import Platform
 
-_FLOATS = ("float32", "float16")
 # Buffer types rknn_inputs_set accepts per model input dtype (UG15 Table 4-1, UG Table 5-3).
 _ALLOWED_SOURCES = {
     "float32": ("float32", "float16", "uint8"),
@@ -29,15 +28,9 @@ _ALLOWED_SOURCES = {
 }
 
 
-_NP_DTYPES = {
-    name: np.dtype(np.bool_) if name == "bool" else np.dtype(name)
-    for name in ("float32", "float16", "int8", "uint8", "int16", "uint16", "int32", "uint32",
-                 "int64", "bool")
-}  # fmt: skip
-
-
-def _np_dtype(name: str) -> np.dtype:
-    return _NP_DTYPES.get(name) or np.dtype(name)
+_np_dtype = conversions.np_dtype
+_NP_DTYPES = conversions.NP_DTYPES
+_FLOATS = conversions.FLOATS
 
 
 class InputPlan:
@@ -168,6 +161,7 @@ class OutputPlan:
         self.index = index
         self.spec = spec
         self.dtype = _np_dtype(spec.dtype)
+        self.dtype_name = spec.dtype
         self.n_elems = prod(spec.shape)
 
     def nbytes(self, want_float: bool) -> int:
@@ -182,28 +176,11 @@ class OutputPlan:
             return layouts.nc1hwc2_dims(shape, c2)
         return shape
 
-    def write(self, result: np.ndarray, dst: np.ndarray, dtype: str, fmt: str, c2: int) -> None:
-        """Store `result` (model layout) into `dst` (uint8 bytes) as `dtype` in `fmt`."""
-        data = self.dequantize(result) if dtype in _FLOATS and result.dtype == np.int8 else result
-        if result.ndim == 4 and fmt == "NHWC":
-            data = layouts.nchw_to_nhwc(result)
-        elif result.ndim == 4 and fmt == "NC1HWC2":
-            data = layouts.nchw_to_nc1hwc2(result, c2)
-        target_dtype = _NP_DTYPES[dtype]
-        need = data.size * target_dtype.itemsize
-        np.copyto(dst[:need].view(target_dtype).reshape(data.shape), data, casting="unsafe")
-
-    def dequantize(self, result: np.ndarray) -> np.ndarray:
-        """(q - zp) * scale for an int8 output with affine parameters."""
-        if self.spec.qnt_type != "AFFINE" or result.dtype != np.int8:
-            return result.astype(np.float32)
-        return (result.astype(np.float32) - self.spec.zp) * np.float32(self.spec.scale)
-
     def convert(self, result: np.ndarray, want_float: bool) -> np.ndarray:
-        """A C-contiguous array in the model layout: float32 or the model's output dtype."""
-        if want_float and result.dtype == np.int8:
-            return self.dequantize(result)
-        dtype = np.float32 if want_float else self.dtype
-        if result.dtype == dtype and result.flags.c_contiguous:
-            return result
-        return np.ascontiguousarray(result, dtype=dtype)
+        """rknn_outputs_get's array: float32 (want_float) or the model's dtype, model layout."""
+        dtype = "float32" if want_float else self.dtype_name
+        return conversions.output_as(result, self.spec, dtype)
+
+    def write(self, result: np.ndarray, dst: np.ndarray, dtype: str, fmt: str, c2: int) -> None:
+        """Store `result` (model layout) into bound memory `dst` as `dtype` in `fmt`."""
+        conversions.write_output(result, self.spec, dst, dtype, fmt, c2)

@@ -10,12 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import attrs
+from . import attrs, conversions
 from .errors import PARAM_INVALID, RknnError
 from .io import InputPlan, OutputPlan
 from .memory import Memory, warn_stale_input, warn_stale_output
-
-_OUTPUT_TYPES = ("float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool")
 
 
 @dataclass
@@ -74,7 +72,8 @@ class ZeroCopy:
         self._inputs_ready[plan.index] = True
 
     def _bind_output(self, plan: OutputPlan, memory: Memory, dtype: str, fmt: str) -> None:
-        if dtype not in _OUTPUT_TYPES or (fmt == "NC1HWC2" and len(plan.spec.shape) != 4):
+        wrong_rank = fmt == "NC1HWC2" and len(plan.spec.shape) != 4
+        if dtype not in conversions.BOUND_OUTPUT_TYPES or wrong_rank:
             raise RknnError(PARAM_INVALID, f"output {plan.index}: cannot store {fmt} {dtype}")
         dims = plan.layout_dims(fmt, self.platform.c2_for(dtype))
         need = int(np.prod(dims)) * attrs.itemsize(dtype)
