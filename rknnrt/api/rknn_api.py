@@ -113,12 +113,7 @@ def rknn_destroy(context: Any) -> None:
     memory made on it with rknn_create_mem and not destroyed is freed (with a warning)."""
     handle = context_handle(context)
     ctx = _ctx(handle)
-    ctx.enter("rknn_destroy")  # refused while another thread is inside a call on it
-    try:
-        registry.remove(handle)
-        ctx.destroy()
-    finally:
-        ctx.leave()
+    ctx.close()  # waits for another thread's call on it (bounded)
     _perf_buffers.pop(handle, None)
     leaked = memory_api.release_owned(handle)
     if leaked:
@@ -297,7 +292,7 @@ def rknn_run(context: Any, extend: Any) -> None:
     ctx = _ctx(context)
     ext = None if extend is None else struct_at(extend, rknn_run_extend, "extend")
     args = None if ext is None else (ext.non_block, ext.timeout_ms, ext.fence_fd)
-    ctx.enter("rknn_run")
+    ctx.enter("rknn_run", 0 if ext is None else int(ext.timeout_ms))
     try:
         frame_id = ctx.run(args)
     finally:

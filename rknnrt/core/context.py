@@ -8,7 +8,6 @@ zero_copy.py; this module keeps its state, queries, runs and results.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,11 +19,10 @@ import onnx
 
 from ..model import container
 from ..model.meta import ModelMeta
-from . import attrs, device, jobs, log, perf, platforms, sram
+from . import attrs, device, guard, jobs, log, perf, platforms, registry, sram
 from .context_memory import MemorySetup
 from .dynamic_shapes import DynamicShapes
 from .errors import (
-    CTX_INVALID,
     FAIL,
     INPUT_INVALID,
     MODEL_INVALID,
@@ -134,14 +132,13 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
         self.handle = 0
         self.core_mask = 0
         self.batch_core_num = 1
-        self._busy = threading.Lock()
+        self.guard = guard.CallGuard()
         self._inputs_ready = [False] * len(model.inputs)
         self._has_results = False
         self._handed_out: dict[int, np.ndarray] = {}
         self._io: dict[tuple[str, int], IoBinding] = {}
         self.frame_id = 0  # the last frame submitted by rknn_run
         self.last_run_us = 0
-        self.destroyed = False
         # Read once, as the vendor reads RKNN_LOG_LEVEL at init: the run path stays cheap.
         self._log_timing = log.level() >= log.TIMING
         self._log_perf = log.level() >= log.PERF
@@ -201,28 +198,29 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
     # -- dynamic shapes -----------------------------------------------------------------------
 
     # -- state ------------------------------------------------------------------------------
-    def enter(self, call: str) -> None:
-        """Start a call; refuse a second thread instead of letting two calls corrupt one context.
-        Every successful enter() is paired with leave() (a plain lock: this is the hot path)."""
-        if self.destroyed:
-            raise RknnError(CTX_INVALID, f"{call}: context has been destroyed")
-        if not self._busy.acquire(blocking=False):
-            raise RknnError(
-                FAIL,
-                f"{call}: this context is in use by another thread; give each thread its own "
-                "context (rknn_dup_context)",
-            )
+    @property
+    def destroyed(self) -> bool:
+        return self.guard.closed
+
+    def enter(self, call: str, timeout_ms: int = 0) -> None:
+        """Start a call (core/guard.py: a second thread waits, bounded). Pair with leave()."""
+        self.guard.enter(call, timeout_ms)
 
     def leave(self) -> None:
-        self._busy.release()
+        self.guard.leave()
 
     def locked(self, call: str, method: Callable[..., T], *args: Any) -> T:
         """`method(*args)` between enter(call) and leave(): for calls off the hot path."""
-        self.enter(call)
-        try:
-            return method(*args)
-        finally:
-            self.leave()
+        return self.guard.run(call, method, *args)
+
+    def close(self) -> None:
+        """rknn_destroy: wait for a call in progress (bounded), unregister, tear down."""
+
+        def teardown() -> None:
+            registry.remove(self.handle)
+            self.destroy()
+
+        self.guard.close("rknn_destroy", teardown)
 
     def require(self, call: str) -> None:
         if not self.platform.supports(call):
@@ -670,7 +668,6 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
         return Context(self.model, self.flags, self.priority, source=self)
 
     def destroy(self) -> None:
-        self.destroyed = True
         job, self._job = self._job, None
         if job is not None:  # withdraw a frame that has not started; let a running one end
             job.cancel(self._device.cancel)

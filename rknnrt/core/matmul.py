@@ -16,8 +16,6 @@ blindly on numpy's BLAS. Numerics (docs/matmul.md, "Numerics"):
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,13 +23,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import log, platforms
+from . import guard, log, platforms, registry, switches
 from . import matmul_layouts as lay
-from .errors import CTX_INVALID, FAIL, PARAM_INVALID, RknnError
+from .errors import FAIL, PARAM_INVALID, RknnError
 from .platforms import MatmulFacts, Platform
 
-PLATFORM_ENV = "RKNNRT_PLATFORM"  # the emulated SoC, read at rknn_matmul_create
-DEFAULT_PLATFORM = "rk3588"
+PLATFORM_ENV = switches.PLATFORM.name  # the emulated SoC, read at rknn_matmul_create
+DEFAULT_PLATFORM = switches.PLATFORM.default
 QUANT_TYPES = (
     "PER_LAYER_SYM",
     "PER_LAYER_ASYM",
@@ -126,7 +124,7 @@ class Window:
 
 
 def emulated_platform() -> Platform:
-    name = os.environ.get(PLATFORM_ENV, DEFAULT_PLATFORM)
+    name = switches.platform_name()
     try:
         return platforms.get(name)
     except KeyError:
@@ -266,7 +264,7 @@ class MatmulContext:
     """One rknn_matmul_ctx: the spec, its shapes, the bound memory and quantisation."""
 
     def __init__(self, platform: Platform, spec: MatmulSpec, shapes: list[Shape]) -> None:
-        self.destroyed = False
+        self.guard = guard.CallGuard("matmul context")
         self.platform = platform
         self.mtype = check_spec(platform, spec)
         self.facts, self.spec, self.shapes = facts_for(platform), spec, shapes
@@ -277,7 +275,6 @@ class MatmulContext:
         self.current = 0
         self.core_mask = 0
         self.quant = {"A": Quant(), "B": Quant(), "C": Quant()}
-        self._busy = threading.Lock()
         self._bound: dict[str, _Input] = {}  # A, B
         self._c: Window | None = None
         self._serial = 0  # bumps whenever B or the quantisation changes
@@ -286,26 +283,31 @@ class MatmulContext:
     # -- state ------------------------------------------------------------------------------
     @contextmanager
     def call(self, name: str) -> Iterator[MatmulContext]:
-        """Run one API call: refuse destroyed contexts and a second thread."""
-        if self.destroyed:
-            raise RknnError(CTX_INVALID, f"{name}: matmul context has been destroyed")
-        if not self._busy.acquire(blocking=False):
-            raise RknnError(
-                FAIL,
-                f"{name}: this matmul context is in use by another thread; "
-                "give each thread its own context",
-            )
+        """Run one API call (core/guard.py: a second thread waits, destroyed is refused)."""
+        self.guard.enter(name)
         try:
             yield self
         finally:
-            self._busy.release()
+            self.guard.leave()
+
+    @property
+    def destroyed(self) -> bool:
+        return self.guard.closed
 
     @property
     def shape(self) -> Shape:
         return self.shapes[self.current]
 
+    def close(self, handle: int) -> None:
+        """rknn_matmul_destroy: wait for a call in progress, unregister, tear down."""
+
+        def teardown() -> None:
+            registry.remove(handle)
+            self.destroy()
+
+        self.guard.close("rknn_matmul_destroy", teardown)
+
     def destroy(self) -> None:
-        self.destroyed = True
         self._bound.clear()
         self._c = None
         self._prepared = None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import log
+from . import log, switches
 from .errors import MALLOC_FAIL, PARAM_INVALID, RknnError
 
 PAGE = mmap.PAGESIZE
@@ -41,7 +41,7 @@ def _take_phys(size: int) -> int:
 
 def cache_model_enabled() -> bool:
     """RKNNRT_CACHE_MODEL=0 turns the two-view model off (one view everywhere, faster)."""
-    return os.environ.get("RKNNRT_CACHE_MODEL", "1") != "0"
+    return switches.cache_model()
 
 
 class Buffer:
