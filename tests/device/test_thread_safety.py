@@ -13,6 +13,7 @@ from conftest import set_input
 
 import rknnrt as rk
 from rknnrt.core import registry
+from rknnrt.core.errors import RknnError
 
 THREADS = 8
 CALLS_PER_THREAD = 130  # 8 x 130 = 1,040 concurrent dup/query calls
@@ -84,7 +85,8 @@ def test_destroy_while_running_always_destroys(make_ctx, default_model_bytes, im
         started = threading.Event()
         codes: list[int] = []
 
-        def runner(ctx: rk.rknn_context = ctx) -> None:
+        def runner(ctx: rk.rknn_context = ctx, codes: list[int] = codes,
+                   started: threading.Event = started) -> None:  # fmt: skip
             for _ in range(100_000):  # bounded: a destroy that fails must not hang the test
                 rc = rk.rknn_run(ctx, None)
                 codes.append(rc)
@@ -97,7 +99,7 @@ def test_destroy_while_running_always_destroys(make_ctx, default_model_bytes, im
         started.wait()
         rc = rk.rknn_destroy(ctx)
         thread.join()
-        with pytest.raises(Exception):
+        with pytest.raises(RknnError):
             registry.get(ctx.value)
         outcomes.append(f"destroy {rc}, runner ended with {codes[-1]}")
         # the runner's calls succeeded until the context was gone, then CTX_INVALID
