@@ -248,10 +248,6 @@ def rknn_matmul_destroy(ctx: Any) -> None:
     handle = context_handle(ctx)
     context = _ctx(handle)
     context.close(handle)
-    leaked = memory_api.release_owned(handle)
-    if leaked:
-        log.warning(f"rknn_matmul_destroy: {leaked} rknn_tensor_mem made on this context were "
-                    "not destroyed with rknn_destroy_mem; freed now")  # fmt: skip
 
 
 @c_api

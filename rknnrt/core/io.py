@@ -67,9 +67,7 @@ class InputPlan:
             return self.native.size_with_stride
         itemsize = _NP_DTYPES[src_dtype].itemsize
         if self.is_4d and src_fmt == "NHWC":
-            n, c, h, w = self.shape
-            pitch = max(w_stride, w) * c * itemsize
-            return ((n - 1) * max(h_stride, h) + h) * pitch
+            return layouts.nhwc_bytes(self.shape, itemsize, w_stride, h_stride)
         return self.n_elems * itemsize
 
     def check_source(self, src_dtype: str, src_fmt: str) -> None:
@@ -106,15 +104,7 @@ class InputPlan:
             )
         data = raw[:need].view(src)
         if self.is_4d and src_fmt == "NHWC":
-            n, c, h, w = self.shape
-            if w_stride > w or (h_stride > h and n > 1):  # padded rows or batches
-                item = src.itemsize
-                pitch = max(w_stride, w) * c * item
-                rows = np.lib.stride_tricks.as_strided(
-                    data, (n, h, w, c), (max(h_stride, h) * pitch, pitch, c * item, item)
-                )
-            else:
-                rows = data.reshape(n, h, w, c)
+            rows = layouts.padded_nhwc_view(data, self.shape, w_stride, h_stride)
             data = layouts.nhwc_to_nchw(rows)
         else:
             data = data.reshape(self.shape)
@@ -164,23 +154,7 @@ class OutputPlan:
         self.dtype_name = spec.dtype
         self.n_elems = prod(spec.shape)
 
-    def nbytes(self, want_float: bool) -> int:
-        return self.n_elems * (4 if want_float else self.dtype.itemsize)
-
-    def layout_dims(self, fmt: str, c2: int) -> list[int]:
-        """The dims of this output stored in `fmt` (NC1HWC2 with the given C2)."""
-        shape = list(self.spec.shape)
-        if len(shape) == 4 and fmt == "NHWC":
-            return layouts.nchw_to_nhwc_dims(shape)
-        if len(shape) == 4 and fmt == "NC1HWC2":
-            return layouts.nc1hwc2_dims(shape, c2)
-        return shape
-
     def convert(self, result: np.ndarray, want_float: bool) -> np.ndarray:
         """rknn_outputs_get's array: float32 (want_float) or the model's dtype, model layout."""
         dtype = "float32" if want_float else self.dtype_name
         return conversions.output_as(result, self.spec, dtype)
-
-    def write(self, result: np.ndarray, dst: np.ndarray, dtype: str, fmt: str, c2: int) -> None:
-        """Store `result` (model layout) into bound memory `dst` as `dtype` in `fmt`."""
-        conversions.write_output(result, self.spec, dst, dtype, fmt, c2)

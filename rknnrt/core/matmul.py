@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import guard, log, platforms, registry, switches
+from . import guard, log, memory, platforms, registry, switches
 from . import matmul_layouts as lay
 from .errors import FAIL, PARAM_INVALID, RknnError
 from .platforms import MatmulFacts, Platform
@@ -306,6 +306,10 @@ class MatmulContext:
             self.destroy()
 
         self.guard.close("rknn_matmul_destroy", teardown)
+        leaked = memory.TABLE.release_owned(handle)
+        if leaked:
+            log.warning(f"rknn_matmul_destroy: {leaked} rknn_tensor_mem made on this context "
+                        "were not destroyed with rknn_destroy_mem; freed now")  # fmt: skip
 
     def destroy(self) -> None:
         self._bound.clear()
