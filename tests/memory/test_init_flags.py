@@ -109,7 +109,8 @@ def test_weightless_model_shares_the_donors_weights(make_ctx, default_model_byte
     ext = rk.rknn_init_extend()
     ext.ctx = donor.value
     b = make_ctx(weightless, rk.RKNN_FLAG_SHARE_WEIGHT_MEM, ext)
-    assert registry.get(b.value).weights.array is registry.get(donor.value).weights.array  # not a copy
+    # not a copy
+    assert registry.get(b.value).weights.array is registry.get(donor.value).weights.array
     image = default_input(seed=3)
     np.testing.assert_array_equal(general_api(b, image), general_api(donor, image))
     # refused: no donor, a donor with other weights, no flag

@@ -63,7 +63,7 @@ def _read_file(path: str, offset: int, length: int) -> memoryview:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise RknnError(FAIL, f"open model file {path!r} failed: {exc}") from None
-    with os.fdopen(fd, "rb") as f:
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise RknnError(
@@ -71,7 +71,7 @@ def _read_file(path: str, offset: int, length: int) -> memoryview:
                 f"model file {path!r} is not a regular file (a device, FIFO or folder)",
             )
         size = info.st_size
-        if offset + length > size or (offset > size):
+        if offset + length > size or offset > size:
             raise RknnError(
                 PARAM_INVALID,
                 f"real_model_offset {offset} + real_model_size {length} exceed the model file "
@@ -84,8 +84,11 @@ def _read_file(path: str, offset: int, length: int) -> memoryview:
                 f"model file {path!r}: {wanted} bytes is more than any model ({MAX_MODEL_BYTES} "
                 "bytes at most); not read",
             )
-        f.seek(offset)
-        data = f.read(wanted)
+        os.lseek(fd, offset, os.SEEK_SET)
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(wanted)
+    finally:
+        os.close(fd)
     return memoryview(data)
 
 
