@@ -3,7 +3,6 @@ memory objects belong to the context that made them."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 
 import rknnrt as rk
 from rknnrt.core.context import model as core_model
+from tests.helpers import query_attr, set_input
 
 
 def init(model, size: int, extend=None) -> int:
@@ -21,24 +21,18 @@ def init(model, size: int, extend=None) -> int:
     return rc
 
 
-def one_error(rknn_log, *words: str) -> None:
-    (line,) = rknn_log.take("E")
-    for word in words:
-        assert word in line, line
-
-
 def test_negative_size_and_offsets(default_model_bytes, tmp_path, rknn_log) -> None:
     path = tmp_path / "m.rknn"
     path.write_bytes(default_model_bytes)
     assert init(default_model_bytes, -5) == rk.RKNN_ERR_PARAM_INVALID
-    one_error(rknn_log, "size -5 must be >= 0")
+    rknn_log.one_error("size -5 must be >= 0")
     ext = rk.rknn_init_extend(real_model_offset=-1)
     assert init(str(path), 0, ext) == rk.RKNN_ERR_PARAM_INVALID
-    one_error(rknn_log, "real_model_offset -1", "must be >= 0")
+    rknn_log.one_error("real_model_offset -1", "must be >= 0")
     # real_model_size is a uint32_t: -1 arrives as 4294967295, past the end of the file
     ext = rk.rknn_init_extend(real_model_size=-1)
     assert init(str(path), 0, ext) == rk.RKNN_ERR_PARAM_INVALID
-    one_error(rknn_log, "real_model_size 4294967295 exceed the model file size")
+    rknn_log.one_error("real_model_size 4294967295 exceed the model file size")
 
 
 def test_model_size_past_the_end_of_the_file(default_model_bytes, tmp_path, rknn_log) -> None:
@@ -47,7 +41,7 @@ def test_model_size_past_the_end_of_the_file(default_model_bytes, tmp_path, rknn
     total = len(default_model_bytes) + 100
     ext = rk.rknn_init_extend(real_model_offset=100, real_model_size=len(default_model_bytes) + 1)
     assert init(str(path), 0, ext) == rk.RKNN_ERR_PARAM_INVALID
-    one_error(rknn_log, f"exceed the model file size {total}")
+    rknn_log.one_error(f"exceed the model file size {total}")
     ext = rk.rknn_init_extend(real_model_offset=total + 1)
     assert init(str(path), 0, ext) == rk.RKNN_ERR_PARAM_INVALID
     rknn_log.clear()
@@ -66,7 +60,7 @@ def test_devices_fifos_and_folders_are_refused(kind, tmp_path, rknn_log) -> None
     else:
         path = str(tmp_path)
     assert init(path, 0) == rk.RKNN_ERR_PARAM_INVALID
-    one_error(rknn_log, "is not a regular file")
+    rknn_log.one_error("is not a regular file")
 
 
 def test_a_huge_file_is_refused_unread(tmp_path, rknn_log) -> None:
@@ -76,7 +70,7 @@ def test_a_huge_file_is_refused_unread(tmp_path, rknn_log) -> None:
     with open(path, "wb") as f:
         f.truncate(core_model.MAX_MODEL_BYTES + 1)
     assert init(str(path), 0) == rk.RKNN_ERR_MODEL_INVALID
-    one_error(rknn_log, "more than any model", "not read")
+    rknn_log.one_error("more than any model", "not read")
 
 
 # -- item 10 ----------------------------------------------------------------------------------
@@ -84,15 +78,14 @@ def test_memory_of_another_context_is_refused(make_ctx, default_model_bytes, rkn
     a, b = make_ctx(default_model_bytes), make_ctx(default_model_bytes)
     mem_b = rk.rknn_create_mem(b, 64 * 64 * 3 * 4)
     free = rk.rknn_create_mem2(None, 64 * 64 * 3 * 4, rk.RKNN_MEM_FLAG_ALLOC_NO_CONTEXT)
-    attr = rk.rknn_tensor_attr(index=0)
-    assert rk.rknn_query(a, rk.RKNN_QUERY_INPUT_ATTR, ctypes.byref(attr), ctypes.sizeof(attr)) == 0
+    attr = query_attr(a, rk.RKNN_QUERY_INPUT_ATTR)
     rknn_log.clear()
     assert rk.rknn_set_io_mem(a, mem_b, attr) == rk.RKNN_ERR_PARAM_INVALID
-    one_error(rknn_log, "rknn_set_io_mem", f"made on context {b.value:#x}, not on {a.value:#x}")
+    rknn_log.one_error("rknn_set_io_mem", f"made on context {b.value:#x}, not on {a.value:#x}")
     assert rk.rknn_mem_sync(a, mem_b, rk.RKNN_MEMORY_SYNC_TO_DEVICE) == rk.RKNN_ERR_PARAM_INVALID
-    one_error(rknn_log, "rknn_mem_sync", "made on context")
+    rknn_log.one_error("rknn_mem_sync", "made on context")
     assert rk.rknn_destroy_mem(a, mem_b) == rk.RKNN_ERR_PARAM_INVALID
-    one_error(rknn_log, "rknn_destroy_mem", "made on context")
+    rknn_log.one_error("rknn_destroy_mem", "made on context")
     # its own context may; memory of no context works with any
     assert rk.rknn_mem_sync(b, mem_b, rk.RKNN_MEMORY_SYNC_TO_DEVICE) == 0
     assert rk.rknn_set_io_mem(a, free, attr) == 0
@@ -109,10 +102,8 @@ def test_release_twice_or_before_get_warns(make_ctx, default_model_bytes, rknn_l
     assert rk.rknn_outputs_release(ctx, 1, outs) == 0  # before any rknn_outputs_get
     (line,) = rknn_log.take("W")
     assert "rknn_outputs_release: 1 of 1 outputs were not held" in line
-    image = np.zeros((1, 64, 64, 3), np.uint8)
-    inp = rk.rknn_input(index=0, buf=image.ctypes.data, size=image.nbytes,
-                        type=rk.RKNN_TENSOR_UINT8, fmt=rk.RKNN_TENSOR_NHWC)  # fmt: skip
-    assert rk.rknn_inputs_set(ctx, 1, inp) == 0 and rk.rknn_run(ctx, None) == 0
+    set_input(ctx, np.zeros((1, 64, 64, 3), np.uint8))
+    assert rk.rknn_run(ctx, None) == 0
     assert rk.rknn_outputs_get(ctx, 1, outs, None) == 0
     assert rk.rknn_outputs_release(ctx, 1, outs) == 0
     assert rknn_log.take("W") == []  # the normal release says nothing
@@ -120,3 +111,16 @@ def test_release_twice_or_before_get_warns(make_ctx, default_model_bytes, rknn_l
     (line,) = rknn_log.take("W")
     assert "released twice, or before rknn_outputs_get" in line
     assert rknn_log.take("E") == []
+
+
+def test_fallback_to_gpu_flag_logs_the_cpu_fallback(default_model_bytes, rknn_log) -> None:
+    """EXECUTE_FALLBACK_PRIOR_DEVICE_GPU is honoured, not ignored: no GPU, so one W line says
+    operators would fall back to the CPU; the model runs on the NPU as without the flag."""
+    ctx = rk.rknn_context()
+    flag = rk.RKNN_FLAG_EXECUTE_FALLBACK_PRIOR_DEVICE_GPU
+    assert rk.rknn_init(ctx, default_model_bytes, len(default_model_bytes), flag, None) == 0
+    (line,) = rknn_log.take("W")
+    assert "EXECUTE_FALLBACK_PRIOR_DEVICE_GPU" in line and "fall back to the CPU" in line
+    set_input(ctx, np.zeros((1, 64, 64, 3), np.uint8))
+    assert rk.rknn_run(ctx, None) == 0
+    assert rk.rknn_destroy(ctx) == 0

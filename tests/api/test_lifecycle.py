@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import os
 
 import numpy as np
+import pytest
 
 import rknnrt as rk
 from rknnrt.core import registry
 from rknnrt.toolkit.samples import default_input
+from tests.helpers import open_fds
 
 RTOL, ATOL = 1e-4, 1e-5
-
-
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 def set_input(capi, context, image: np.ndarray) -> None:
@@ -51,6 +48,7 @@ def churn() -> None:
     gc.collect()
 
 
+@pytest.mark.slow
 def test_init_destroy_cycles_do_not_leak(capi, default_model_bytes):
     model = default_model_bytes
     # Warm up once: onnxruntime may open files lazily on first use.

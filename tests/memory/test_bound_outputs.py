@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import rknnrt as rk
 from rknnrt.core.platforms import PLATFORMS
+from tests.helpers import query_attr as query
 
 # Every type the bound-output path accepts (core/conversions.BOUND_OUTPUT_TYPES)
 TYPES = {
@@ -53,10 +54,6 @@ def int8_model(request: pytest.FixtureRequest) -> tuple[str, bytes]:
     return request.param, rknn.model_bytes()
 
 
-def query(ctx: rk.rknn_context, cmd: int) -> rk.rknn_tensor_attr:
-    a = rk.rknn_tensor_attr(index=0)
-    assert rk.rknn_query(ctx, cmd, ctypes.byref(a), ctypes.sizeof(a)) == 0
-    return a
 
 
 def general_api(ctx: rk.rknn_context, image: np.ndarray, want_float: int) -> np.ndarray:
