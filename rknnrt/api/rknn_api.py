@@ -254,7 +254,12 @@ def rknn_wait(context: Any, extend: Any) -> None:
     frame keeps running) and frame_id receives the last finished frame's id."""
     ctx = _ctx(context)
     ext = None if extend is None else struct_at(extend, rknn_run_extend, "extend")
-    frame_id = ctx.locked("rknn_wait", ctx.wait, 0 if ext is None else ext.timeout_ms)
+    timeout_ms = 0 if ext is None else int(ext.timeout_ms)
+    ctx.enter("rknn_wait", timeout_ms)  # the same bound for a call in another thread
+    try:
+        frame_id = ctx.wait(timeout_ms)
+    finally:
+        ctx.leave()
     if ext is not None:
         ext.frame_id = frame_id
 

@@ -108,3 +108,28 @@ def test_destroy_while_running_always_destroys(make_ctx, default_model_bytes, im
     assert rk.RKNN_ERR_CTX_INVALID == -7
     assert [line for line in rknn_log.take("E") if "CTX_INVALID" not in line and
             "has been destroyed" not in line and "invalid context" not in line] == []  # fmt: skip
+
+
+def test_waiting_for_a_busy_context_is_bounded(make_ctx, default_model_bytes, rknn_log,
+                                               monkeypatch):  # fmt: skip
+    """rknn_wait's and rknn_run's own timeout_ms bound the wait for another thread's call;
+    other calls wait at most RKNNRT_CALL_WAIT_MS. The context is unchanged afterwards."""
+    ctx = make_ctx(default_model_bytes)
+    inner = registry.get(ctx.value)
+    inner.enter("rknn_run")  # another thread is inside a call
+    try:
+        ext = rk.rknn_run_extend(timeout_ms=30)
+        assert rk.rknn_wait(ctx, ext) == rk.RKNN_ERR_TIMEOUT
+        assert "did not end within 30 ms" in rknn_log.one_error("rknn_wait")
+        ext = rk.rknn_run_extend(timeout_ms=30, fence_fd=-1)
+        assert rk.rknn_run(ctx, ext) == rk.RKNN_ERR_TIMEOUT
+        assert "did not end within 30 ms" in rknn_log.one_error("rknn_run")
+        monkeypatch.setenv("RKNNRT_CALL_WAIT_MS", "40")
+        num = rk.rknn_input_output_num()
+        rc = rk.rknn_query(ctx, rk.RKNN_QUERY_IN_OUT_NUM, ctypes.byref(num), ctypes.sizeof(num))
+        assert rc == rk.RKNN_ERR_TIMEOUT
+        assert "did not end within 40 ms" in rknn_log.one_error("rknn_query")
+    finally:
+        inner.leave()
+    num = rk.rknn_input_output_num()
+    assert rk.rknn_query(ctx, rk.RKNN_QUERY_IN_OUT_NUM, ctypes.byref(num), ctypes.sizeof(num)) == 0
