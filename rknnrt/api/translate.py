@@ -32,6 +32,7 @@ QUERY_NAMES = {
     if name.startswith("RKNN_QUERY_") and "NC1HWC2" not in name and name != "RKNN_QUERY_CMD_MAX"
 }
 
+
 def type_name(code: int, what: str) -> str:
     if code not in TYPE_NAMES:
         raise RknnError(PARAM_INVALID, f"{what}: invalid rknn_tensor_type {code}")

@@ -28,11 +28,6 @@ _ALLOWED_SOURCES = {
 }
 
 
-_np_dtype = conversions.np_dtype
-_NP_DTYPES = conversions.NP_DTYPES
-_FLOATS = conversions.FLOATS
-
-
 class InputPlan:
     """How one model input turns caller data into the program's tensor (model layout, NCHW)."""
 
@@ -40,7 +35,7 @@ class InputPlan:
         self.index = index
         self.spec = spec
         self.shape = tuple(spec.shape)
-        self.dtype = _np_dtype(spec.dtype)
+        self.dtype = conversions.np_dtype(spec.dtype)
         self.n_elems = prod(spec.shape)
         self.is_4d = len(spec.shape) == 4
         self.allowed = _ALLOWED_SOURCES.get(spec.dtype, (spec.dtype,))
@@ -49,7 +44,7 @@ class InputPlan:
         # int8 and float16 inputs are normalised and converted in float32 first
         self.staged = spec.dtype in ("int8", "float16")
         self.quantized = spec.dtype == "int8" and spec.qnt_type == "AFFINE"
-        if self.is_4d and spec.dtype in (*_FLOATS, "int8") and (spec.mean or spec.std):
+        if self.is_4d and spec.dtype in (*conversions.FLOATS, "int8") and (spec.mean or spec.std):
             channels = spec.shape[1]
             mean = np.asarray(spec.mean or [0.0] * channels, np.float32).reshape(1, -1, 1, 1)
             std = np.asarray(spec.std or [1.0] * channels, np.float32).reshape(1, -1, 1, 1)
@@ -65,7 +60,7 @@ class InputPlan:
         (w_stride pixels) and, for multi-batch inputs, padded batches (h_stride rows)."""
         if pass_through:
             return self.native.size_with_stride
-        itemsize = _NP_DTYPES[src_dtype].itemsize
+        itemsize = conversions.NP_DTYPES[src_dtype].itemsize
         if self.is_4d and src_fmt == "NHWC":
             return layouts.nhwc_bytes(self.shape, itemsize, w_stride, h_stride)
         return self.n_elems * itemsize
@@ -94,7 +89,7 @@ class InputPlan:
             return
         if src_dtype not in self.allowed or (self.is_4d and src_fmt == "NC1HWC2"):
             self.check_source(src_dtype, src_fmt)
-        src = _NP_DTYPES[src_dtype]
+        src = conversions.NP_DTYPES[src_dtype]
         need = self.required_bytes(src_dtype, src_fmt, False, w_stride, h_stride)
         if raw.size < need:
             raise RknnError(
@@ -150,7 +145,7 @@ class OutputPlan:
     def __init__(self, index: int, spec: TensorSpec) -> None:
         self.index = index
         self.spec = spec
-        self.dtype = _np_dtype(spec.dtype)
+        self.dtype = conversions.np_dtype(spec.dtype)
         self.dtype_name = spec.dtype
         self.n_elems = prod(spec.shape)
 

@@ -54,8 +54,6 @@ def int8_model(request: pytest.FixtureRequest) -> tuple[str, bytes]:
     return request.param, rknn.model_bytes()
 
 
-
-
 def general_api(ctx: rk.rknn_context, image: np.ndarray, want_float: int) -> np.ndarray:
     inp = rk.rknn_input(index=0, buf=image.ctypes.data, size=image.nbytes,
                         type=rk.RKNN_TENSOR_FLOAT32, fmt=rk.RKNN_TENSOR_NCHW)  # fmt: skip

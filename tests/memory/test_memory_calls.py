@@ -17,8 +17,6 @@ from tests.helpers import query_attr as attr
 NO_CTX = rk.RKNN_MEM_FLAG_ALLOC_NO_CONTEXT
 
 
-
-
 def view(mem, dtype=np.uint8, count: int | None = None) -> np.ndarray:
     m = mem.contents
     raw = np.frombuffer((ctypes.c_char * m.size).from_address(m.virt_addr + m.offset), np.uint8)

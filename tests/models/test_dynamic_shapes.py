@@ -91,8 +91,6 @@ def shape_attrs(shapes: list[list[int]]) -> ctypes.Array:
     return attrs
 
 
-
-
 def dims(a: rk.rknn_tensor_attr) -> list[int]:
     return list(a.dims[: a.n_dims])
 

@@ -98,8 +98,6 @@ def build(model, quantize: bool, dataset=None, **config) -> bytes:
     return rknn.model_bytes()
 
 
-
-
 def infer(ctx, arrays: list[np.ndarray], n_out: int, want_float: int = 1) -> list[np.ndarray]:
     """General API with float32 data in the model's layout (NCHW for 4-D)."""
     inputs = (rk.rknn_input * len(arrays))()
