@@ -120,8 +120,7 @@ class Context:
 
     def check_general_api(self, call: str) -> None:
         """The general API's calls: supported on the platform, and the runtime has IO memory."""
-        if call not in self.platform.calls:
-            self.require(call)
+        self.require(call)
         if self.outside:
             raise RknnError(
                 FAIL,
@@ -336,11 +335,11 @@ class Context:
     def outputs_release(self, addresses: list[int], asked: int) -> None:
         """Release handed-out buffers; releasing one twice, or before any rknn_outputs_get,
         logs one W line and changes nothing (issue 11 item 10; a board returns 0)."""
-        unknown = self.frames.outputs_release(addresses)
-        if unknown or len(addresses) < asked:
+        not_held = self.frames.outputs_release(addresses) + asked - len(addresses)
+        if not_held:
             log.warning(
-                f"rknn_outputs_release: {max(unknown, asked - len(addresses))} of {asked} outputs "
-                "were not held (released twice, or before rknn_outputs_get)"
+                f"rknn_outputs_release: {not_held} of {asked} outputs were not held (released "
+                "twice, or before rknn_outputs_get)"
             )
 
     # -- settings ---------------------------------------------------------------------------
