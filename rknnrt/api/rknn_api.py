@@ -302,9 +302,8 @@ def rknn_outputs_release(context: Any, n_ouputs: int, outputs: Any) -> None:
     if int(n_ouputs) <= 0:
         return
     outs = array_at(outputs, rknn_output, int(n_ouputs), "outputs")
-    handed = [o for o in outs if not o.is_prealloc]
-    released = [o.buf for o in handed if o.buf]
-    ctx.locked("rknn_outputs_release", ctx.outputs_release, released, len(handed))
+    released = [o.buf or 0 for o in outs if not o.is_prealloc]  # 0: never handed out
+    ctx.locked("rknn_outputs_release", ctx.outputs_release, released)
 
 
 @c_api

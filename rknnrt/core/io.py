@@ -28,6 +28,9 @@ _ALLOWED_SOURCES = {
 }
 
 
+_FLOAT32 = np.dtype(np.float32)
+
+
 class InputPlan:
     """How one model input turns caller data into the program's tensor (model layout, NCHW)."""
 
@@ -146,10 +149,11 @@ class OutputPlan:
         self.index = index
         self.spec = spec
         self.dtype = conversions.np_dtype(spec.dtype)
-        self.dtype_name = spec.dtype
         self.n_elems = prod(spec.shape)
 
     def convert(self, result: np.ndarray, want_float: bool) -> np.ndarray:
         """rknn_outputs_get's array: float32 (want_float) or the model's dtype, model layout."""
-        dtype = "float32" if want_float else self.dtype_name
-        return conversions.output_as(result, self.spec, dtype)
+        target = _FLOAT32 if want_float else self.dtype
+        if result.dtype == target and result.flags.c_contiguous:  # the hot path: as it is
+            return result
+        return conversions.output_as(result, self.spec, target.name)

@@ -332,14 +332,15 @@ class Context:
             self.check_general_api("rknn_outputs_get")
         return self.frames.outputs_get(self.shapes.binding, self.shapes.outputs, requests)
 
-    def outputs_release(self, addresses: list[int], asked: int) -> None:
-        """Release handed-out buffers; releasing one twice, or before any rknn_outputs_get,
-        logs one W line and changes nothing (issue 11 item 10; a board returns 0)."""
-        not_held = self.frames.outputs_release(addresses) + asked - len(addresses)
+    def outputs_release(self, addresses: list[int]) -> None:
+        """Release handed-out buffers (0: a NULL buf); releasing one twice, or before any
+        rknn_outputs_get, logs one W line and changes nothing (issue 11 item 10; a board
+        returns 0)."""
+        not_held = self.frames.outputs_release(addresses)
         if not_held:
             log.warning(
-                f"rknn_outputs_release: {not_held} of {asked} outputs were not held (released "
-                "twice, or before rknn_outputs_get)"
+                f"rknn_outputs_release: {not_held} of {len(addresses)} outputs were not held "
+                "(released twice, or before rknn_outputs_get)"
             )
 
     # -- settings ---------------------------------------------------------------------------
