@@ -1,6 +1,11 @@
 """Shared fixtures: the bundled default model converted once, a converter factory, a live
 context, an onnxruntime reference for the default model, a checked C-API caller and a capture of
-the runtime's `E RKNN:`/`W RKNN:`/`I RKNN:` lines."""
+the runtime's `E RKNN:`/`W RKNN:`/`I RKNN:` lines. Plain helpers (query an attribute, set an
+input, set-run-get, open descriptors) are in tests/helpers.py.
+
+Test groups (folders): unit (pure functions, no runtime), api (the C-shaped calls), memory,
+device (scheduling, threads, fences), models (dynamic shapes, real models), quant. Anything over
+~2 s is marked slow: `pytest -m "not slow"` is the quick loop."""
 
 from __future__ import annotations
 
@@ -96,6 +101,13 @@ class RknnLog:
 
     def clear(self) -> None:
         self._capsys.readouterr()
+
+    def one_error(self, *words: str) -> str:
+        """The one `E RKNN:` line since the last take; it contains every word given."""
+        (line,) = self.take("E")
+        for word in words:
+            assert word in line, line
+        return line
 
 
 @pytest.fixture

@@ -247,13 +247,7 @@ def rknn_matmul_destroy(ctx: Any) -> None:
     """Free the context (and memory made on it with rknn_create_mem, with a warning)."""
     handle = context_handle(ctx)
     context = _ctx(handle)
-    with context.call("rknn_matmul_destroy"):
-        registry.remove(handle)
-        context.destroy()
-    leaked = memory_api.release_owned(handle)
-    if leaked:
-        log.warning(f"rknn_matmul_destroy: {leaked} rknn_tensor_mem made on this context were "
-                    "not destroyed with rknn_destroy_mem; freed now")  # fmt: skip
+    context.close(handle)
 
 
 @c_api

@@ -13,21 +13,21 @@ from typing import Any
 
 from ..core import memory as core_memory
 from ..core import registry
-from ..core.errors import CTX_INVALID, FAIL, PARAM_INVALID, RknnError
+from ..core.errors import FAIL, PARAM_INVALID, RknnError
 from ..core.memory import TABLE, Memory
 from . import constants as c
 from .marshal import bytes_at, c_api, c_api_pointer, context_handle, struct_at
 from .structs import rknn_tensor_mem
 
+SYNC_MODES = {
+    c.RKNN_MEMORY_SYNC_TO_DEVICE: "to_device", c.RKNN_MEMORY_SYNC_FROM_DEVICE: "from_device",
+    c.RKNN_MEMORY_SYNC_BIDIRECTIONAL: "both",
+}  # fmt: skip
 __all__ = [
     "rknn_create_mem", "rknn_create_mem2", "rknn_create_mem_from_fd",
     "rknn_create_mem_from_phys", "rknn_destroy_mem", "rknn_mem_sync",
 ]  # fmt: skip
 
-_structs: dict[int, rknn_tensor_mem] = {}  # struct address -> struct, kept alive here
-# Addresses of recently destroyed structs (bounded: enough to catch a stale pointer soon after).
-_freed: dict[int, tuple[int, int]] = {}  # struct address -> (virt_addr, fd) it described
-_FREED_KEPT = 4096
 _ALLOC_FLAGS = (c.RKNN_FLAG_MEMORY_CACHEABLE | c.RKNN_FLAG_MEMORY_NON_CACHEABLE
                 | c.RKNN_FLAG_MEMORY_TRY_ALLOC_SRAM | c.RKNN_MEM_FLAG_ALLOC_NO_CONTEXT)  # fmt: skip
 
@@ -49,60 +49,21 @@ def _publish(memory: Memory, flags: int, virt_addr: int | None = None) -> Any:
         mem.virt_addr, mem.offset = buffer.address + memory.offset, 0
     mem.phys_addr = buffer.phys + memory.offset if buffer.phys else 0
     mem.fd, mem.size, mem.flags = buffer.fd, memory.size, flags
-    key = ctypes.addressof(mem)
-    _freed.pop(key, None)  # the allocator may reuse a freed struct's address
-    _structs[key] = mem
-    TABLE.add(key, memory)
+    TABLE.add(ctypes.addressof(mem), memory, keep=mem, signature=(mem.virt_addr or 0, mem.fd))
     return ctypes.pointer(mem)
 
 
-def lookup(mem: Any) -> Memory:
-    """The live Memory behind an rknn_tensor_mem argument (pointer, byref or struct)."""
-    return TABLE.get(ctypes.addressof(struct_at(mem, rknn_tensor_mem, "mem")))
-
-
-def _free(key: int) -> None:
-    TABLE.remove(key)
-    if len(_freed) >= _FREED_KEPT:
-        _freed.pop(next(iter(_freed)))
-    mem = _structs.get(key)
-    if mem is not None:
-        _freed[key] = (mem.virt_addr or 0, mem.fd)
-    _structs.pop(key, None)
+def lookup(mem: Any, handle: int = 0, call: str = "") -> Memory:
+    """The live Memory behind an rknn_tensor_mem argument (pointer, byref or struct); with a
+    context `handle`, memory another context made is refused."""
+    key = ctypes.addressof(struct_at(mem, rknn_tensor_mem, "mem"))
+    return TABLE.get_for(key, handle, call) if handle else TABLE.get(key)
 
 
 def was_freed(mem: Any) -> bool:
     """Whether `mem` is an rknn_tensor_mem that rknn_destroy_mem already freed."""
     m = struct_at(mem, rknn_tensor_mem, "mem")
-    key = ctypes.addressof(m)
-    # the address alone may be a new struct of the caller's: the contents must match too
-    return key not in _structs and _freed.get(key) == (m.virt_addr or 0, m.fd)
-
-
-def release_owned(handle: int) -> int:
-    """Free what was made on a context being destroyed; returns how many there were."""
-    keys = TABLE.owned_by(handle)
-    for key in keys:
-        _free(key)
-    return len(keys)
-
-
-def owns_fd(fd: int) -> bool:
-    return TABLE.owned_buffer_for_fd(fd) is not None
-
-
-def model_view(fd: int, offset: int, size: int) -> memoryview:
-    """The model bytes inside an rknn_create_mem buffer, for MODEL_BUFFER_ZERO_COPY."""
-    buffer = TABLE.owned_buffer_for_fd(fd)
-    if buffer is None or offset < 0 or size <= 0 or offset + size > buffer.size:
-        raise RknnError(
-            PARAM_INVALID,
-            f"extend: model_buffer_fd {fd} with offset {offset} and size {size} is not inside "
-            "memory made by rknn_create_mem/rknn_create_mem2",
-        )
-    # A view of the mapping itself: destroying the memory then cannot unmap pages the
-    # context still reads its weights from (the mapping outlives the view, not the fd).
-    return memoryview(buffer.cpu[offset : offset + size])
+    return TABLE.was_freed(ctypes.addressof(m), (m.virt_addr or 0, m.fd))
 
 
 @c_api_pointer(rknn_tensor_mem)
@@ -158,20 +119,10 @@ def rknn_create_mem_from_phys(context: Any, phys_addr: int, virt_addr: Any, size
 @c_api
 def rknn_destroy_mem(context: Any, mem: Any) -> None:
     """Free the rknn_tensor_mem; its buffer too if rknnrt allocated it and nothing else
-    (rknn_create_mem_from_fd windows) still uses it."""
+    (rknn_create_mem_from_fd windows) still uses it. Only the context that made it (any, or
+    0, for RKNN_MEM_FLAG_ALLOC_NO_CONTEXT memory) may."""
     key = ctypes.addressof(struct_at(mem, rknn_tensor_mem, "mem"))
-    memory = TABLE.get(key)
-    handle = context_handle(context)
-    if handle or memory.owner is not None:
-        try:
-            registry.get(handle)
-        except RknnError:
-            raise RknnError(
-                CTX_INVALID,
-                f"invalid context {handle:#x}; memory made with RKNN_MEM_FLAG_ALLOC_NO_CONTEXT "
-                "may be freed with context 0",
-            ) from None
-    _free(key)
+    core_memory.destroy(key, context_handle(context))
 
 
 @c_api
@@ -181,13 +132,5 @@ def rknn_mem_sync(context: Any, mem: Any, mode: int) -> None:
     handle = context_handle(context)
     if handle:
         registry.get(handle)
-    memory = lookup(mem)
-    mode = int(mode)
-    if mode == c.RKNN_MEMORY_SYNC_TO_DEVICE:
-        memory.sync_to_device()
-    elif mode == c.RKNN_MEMORY_SYNC_FROM_DEVICE:
-        memory.sync_from_device()
-    elif mode == c.RKNN_MEMORY_SYNC_BIDIRECTIONAL:
-        memory.sync_both()
-    else:
-        raise RknnError(PARAM_INVALID, f"invalid rknn_mem_sync_mode {mode}")
+    memory = lookup(mem, handle, "rknn_mem_sync")
+    core_memory.sync(memory, SYNC_MODES.get(int(mode), ""), int(mode))

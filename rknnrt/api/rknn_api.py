@@ -9,14 +9,13 @@ rknn_outputs_release or rknn_destroy; everything the caller passes stays the cal
 from __future__ import annotations
 
 import ctypes
-import os
 from collections.abc import Callable
 from typing import Any
 
-from ..core import context as core_context
-from ..core import log, registry
-from ..core.context import Context, OutputRequest
-from ..core.errors import CTX_INVALID, FAIL, PARAM_INVALID, RknnError
+from ..core import context as contexts
+from ..core import log
+from ..core.context import Context, InitExtend, OutputRequest
+from ..core.errors import FAIL, PARAM_INVALID, RknnError
 from . import constants as c
 from . import memory_api
 from .marshal import (
@@ -44,7 +43,7 @@ from .structs import (
     rknn_tensor_attr,
     rknn_tensor_mem,
 )  # fmt: skip
-from .translate import FORMAT_CODES, QUERY_NAMES, fill_attr, format_name, init_flags, type_name
+from .translate import FORMAT_CODES, QUERY_NAMES, fill_attr, format_name, type_name
 
 __all__ = [
     "rknn_init", "rknn_destroy", "rknn_query", "rknn_inputs_set", "rknn_run", "rknn_outputs_get",
@@ -55,36 +54,7 @@ __all__ = [
 
 
 def _ctx(context: Any) -> Context:
-    ctx = registry.get(context_handle(context))
-    if not isinstance(ctx, Context):
-        raise RknnError(CTX_INVALID, "this call needs an rknn_context, not an rknn_matmul_ctx")
-    return ctx
-
-
-def _read_model(
-    model: Any, size: int, extend: rknn_init_extend | None, zero_copy: bool = False
-) -> memoryview:
-    fd = extend.model_buffer_fd if extend is not None else -1
-    if extend is not None and fd > 0 and (not model or (zero_copy and memory_api.owns_fd(fd))):
-        # MODEL_BUFFER_ZERO_COPY from an rknn_create_mem buffer: a view of its own mapping.
-        return memory_api.model_view(extend.model_buffer_fd, extend.real_model_offset,
-                                     extend.real_model_size or size)  # fmt: skip
-    source = model_bytes(model, size)
-    if not isinstance(source, (str, os.PathLike)):
-        return source
-    offset = extend.real_model_offset if extend is not None else 0
-    length = extend.real_model_size if extend is not None else 0
-    try:
-        with open(source, "rb") as f:
-            f.seek(max(offset, 0))
-            data = f.read(length) if length else f.read()
-    except OSError as exc:
-        raise RknnError(FAIL, f"open model file {os.fspath(source)!r} failed: {exc}") from None
-    if length and len(data) < length:
-        raise RknnError(
-            PARAM_INVALID, "real_model_offset + real_model_size exceed the model file size"
-        )
-    return memoryview(data)
+    return contexts.lookup(context_handle(context))
 
 
 @c_api
@@ -93,52 +63,29 @@ def rknn_init(context: Any, model: Any, size: int, flag: int, extend: Any) -> No
     write a new context handle to `*context`. Destroy it with rknn_destroy."""
     out = struct_at(context, rknn_context, "context")
     ext = None if extend is None else struct_at(extend, rknn_init_extend, "extend")
-    flags, priority = init_flags(int(flag))
-    if "RKNN_FLAG_MODEL_BUFFER_ZERO_COPY" in flags and ext is None:
-        raise RknnError(PARAM_INVALID, "RKNN_FLAG_MODEL_BUFFER_ZERO_COPY needs extend")
-    donor = None
-    if "RKNN_FLAG_SHARE_WEIGHT_MEM" in flags:
-        if ext is None or not ext.ctx:
-            raise RknnError(PARAM_INVALID, "RKNN_FLAG_SHARE_WEIGHT_MEM needs extend->ctx")
-        donor = _ctx(ext.ctx)
-    zero_copy = "RKNN_FLAG_MODEL_BUFFER_ZERO_COPY" in flags
-    model_buf = _read_model(model, int(size), ext, zero_copy)
-    ctx = core_context.create(model_buf, flags, priority, donor)
-    ctx.handle = out.value = registry.add(ctx)
+    init_ext = None
+    if ext is not None:
+        init_ext = InitExtend(context_handle(ext.ctx), int(ext.model_buffer_fd),
+                              int(ext.real_model_offset), int(ext.real_model_size))  # fmt: skip
+    by_fd = init_ext is not None and init_ext.model_buffer_fd > 0 and not model
+    source = memoryview(b"") if by_fd else model_bytes(model, int(size))
+    out.value = contexts.init(source, int(size), int(flag), init_ext)
 
 
 @c_api
 def rknn_destroy(context: Any) -> None:
-    """Free the context; runtime-allocated output buffers it handed out become invalid, and
-    memory made on it with rknn_create_mem and not destroyed is freed (with a warning)."""
-    handle = context_handle(context)
-    ctx = _ctx(handle)
-    ctx.enter("rknn_destroy")  # refused while another thread is inside a call on it
-    try:
-        registry.remove(handle)
-        ctx.destroy()
-    finally:
-        ctx.leave()
-    _perf_buffers.pop(handle, None)
-    leaked = memory_api.release_owned(handle)
-    if leaked:
-        log.warning(
-            f"rknn_destroy: {leaked} rknn_tensor_mem made on this context were not destroyed "
-            "with rknn_destroy_mem; freed now"
-        )
+    """Free the context (after another thread's call on it ends); runtime-allocated output
+    buffers it handed out become invalid, and memory made on it with rknn_create_mem and not
+    destroyed is freed (with a warning)."""
+    contexts.destroy(context_handle(context))
 
 
 @c_api
 def rknn_dup_context(context_in: Any, context_out: Any) -> None:
     """A second context on the same model that shares its weights and program."""
-    src = _ctx(struct_at(context_in, rknn_context, "context_in").value)
+    handle = struct_at(context_in, rknn_context, "context_in").value
     out = struct_at(context_out, rknn_context, "context_out")
-    src.enter("rknn_dup_context")
-    try:
-        dup = src.dup()
-        dup.handle = out.value = registry.add(dup)
-    finally:
-        src.leave()
+    out.value = contexts.dup(handle)
 
 
 def _query_attr(is_input: bool, native: bool = False, nhwc: bool = False) -> Callable[..., None]:
@@ -194,15 +141,10 @@ def _query_perf_run(ctx: Context, info: rknn_perf_run) -> None:
     info.run_duration = ctx.perf_run()
 
 
-# The runtime owns perf_data (facts §3): one buffer per context, valid until the next
-# RKNN_QUERY_PERF_DETAIL on that context or its rknn_destroy.
-_perf_buffers: dict[int, ctypes.Array] = {}
-
-
 def _query_perf_detail(ctx: Context, info: rknn_perf_detail) -> None:
     text = ctx.perf_detail().encode()
     buffer = ctypes.create_string_buffer(text)
-    _perf_buffers[ctx.handle] = buffer
+    ctx.keep_perf_text(buffer)  # the runtime's until the next PERF_DETAIL or rknn_destroy
     info.perf_data = ctypes.cast(buffer, ctypes.c_char_p)
     info.data_len = len(text)
 
@@ -267,10 +209,7 @@ def rknn_query(context: Any, cmd: int, info: Any, size: int) -> None:
 def rknn_inputs_set(context: Any, n_inputs: int, inputs: Any) -> None:
     """Convert and copy each input (type, fmt, pass_through as facts §5.3) into the context."""
     ctx = _ctx(context)
-    if not ctx.general_api:
-        ctx.require("rknn_inputs_set")
-    if ctx.outside:
-        ctx.check_general_api("rknn_inputs_set")
+    ctx.check_general_api("rknn_inputs_set")
     if int(n_inputs) <= 0:
         raise RknnError(PARAM_INVALID, f"n_inputs {n_inputs} must be > 0")
     items = []
@@ -297,7 +236,7 @@ def rknn_run(context: Any, extend: Any) -> None:
     ctx = _ctx(context)
     ext = None if extend is None else struct_at(extend, rknn_run_extend, "extend")
     args = None if ext is None else (ext.non_block, ext.timeout_ms, ext.fence_fd)
-    ctx.enter("rknn_run")
+    ctx.enter("rknn_run", 0 if ext is None else int(ext.timeout_ms))
     try:
         frame_id = ctx.run(args)
     finally:
@@ -315,7 +254,12 @@ def rknn_wait(context: Any, extend: Any) -> None:
     frame keeps running) and frame_id receives the last finished frame's id."""
     ctx = _ctx(context)
     ext = None if extend is None else struct_at(extend, rknn_run_extend, "extend")
-    frame_id = ctx.locked("rknn_wait", ctx.wait, 0 if ext is None else ext.timeout_ms)
+    timeout_ms = 0 if ext is None else int(ext.timeout_ms)
+    ctx.enter("rknn_wait", timeout_ms)  # the same bound for a call in another thread
+    try:
+        frame_id = ctx.wait(timeout_ms)
+    finally:
+        ctx.leave()
     if ext is not None:
         ext.frame_id = frame_id
 
@@ -324,8 +268,7 @@ def rknn_wait(context: Any, extend: Any) -> None:
 def rknn_outputs_get(context: Any, n_outputs: int, outputs: Any, extend: Any) -> None:
     """Fill each rknn_output: float32 when want_float, else the model's output dtype."""
     ctx = _ctx(context)
-    if not ctx.general_api:
-        ctx.require("rknn_outputs_get")
+    ctx.require("rknn_outputs_get")
     if int(n_outputs) <= 0:
         raise RknnError(PARAM_INVALID, f"n_outputs {n_outputs} must be > 0")
     outs = array_at(outputs, rknn_output, int(n_outputs), "outputs")
@@ -355,12 +298,11 @@ def rknn_outputs_get(context: Any, n_outputs: int, outputs: Any, extend: Any) ->
 def rknn_outputs_release(context: Any, n_ouputs: int, outputs: Any) -> None:
     """Free the runtime-allocated buffers (is_prealloc=0); the array itself stays the caller's."""
     ctx = _ctx(context)
-    if not ctx.general_api:
-        ctx.require("rknn_outputs_release")
+    ctx.require("rknn_outputs_release")
     if int(n_ouputs) <= 0:
         return
     outs = array_at(outputs, rknn_output, int(n_ouputs), "outputs")
-    released = [o.buf for o in outs if not o.is_prealloc and o.buf]
+    released = [o.buf or 0 for o in outs if not o.is_prealloc]  # 0: never handed out
     ctx.locked("rknn_outputs_release", ctx.outputs_release, released)
 
 
@@ -384,7 +326,7 @@ def rknn_set_io_mem(context: Any, mem: Any, attr: Any) -> None:
     pass_through, w_stride and h_stride describe the data in `mem`. The caller keeps `mem`
     alive."""
     ctx = _ctx(context)
-    memory = memory_api.lookup(mem)
+    memory = memory_api.lookup(mem, ctx.handle, "rknn_set_io_mem")
     a = struct_at(attr, rknn_tensor_attr, "attr")
     pass_through = bool(a.pass_through)
     dtype = type_name(a.type, "attr")

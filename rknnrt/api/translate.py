@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..core import log
 from ..core.attrs import Attr
 from ..core.errors import PARAM_INVALID, RknnError
 from . import constants as c
@@ -33,20 +32,6 @@ QUERY_NAMES = {
     if name.startswith("RKNN_QUERY_") and "NC1HWC2" not in name and name != "RKNN_QUERY_CMD_MAX"
 }
 
-_PRIORITY_BITS = c.RKNN_FLAG_PRIOR_MEDIUM | c.RKNN_FLAG_PRIOR_LOW
-_INIT_FLAGS = {
-    getattr(c, name): name
-    for name in (
-        "RKNN_FLAG_ASYNC_MASK", "RKNN_FLAG_COLLECT_PERF_MASK", "RKNN_FLAG_MEM_ALLOC_OUTSIDE",
-        "RKNN_FLAG_SHARE_WEIGHT_MEM", "RKNN_FLAG_FENCE_IN_OUTSIDE", "RKNN_FLAG_FENCE_OUT_OUTSIDE",
-        "RKNN_FLAG_COLLECT_MODEL_INFO_ONLY", "RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE",
-        "RKNN_FLAG_EXECUTE_FALLBACK_PRIOR_DEVICE_GPU", "RKNN_FLAG_ENABLE_SRAM",
-        "RKNN_FLAG_SHARE_SRAM", "RKNN_FLAG_DISABLE_PROC_HIGH_PRIORITY",
-        "RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE", "RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE",
-        "RKNN_FLAG_MODEL_BUFFER_ZERO_COPY",
-    )
-}  # fmt: skip
-
 
 def type_name(code: int, what: str) -> str:
     if code not in TYPE_NAMES:
@@ -58,22 +43,6 @@ def format_name(code: int, what: str) -> str:
     if code not in FORMAT_NAMES:
         raise RknnError(PARAM_INVALID, f"{what}: invalid rknn_tensor_format {code}")
     return FORMAT_NAMES[code]
-
-
-def init_flags(flag: int) -> tuple[frozenset[str], str]:
-    """(names of the set RKNN_FLAG_* bits, priority); unknown bits get one warning line."""
-    flag &= 0xFFFFFFFF
-    priority_bits = flag & _PRIORITY_BITS
-    priority = {0: "HIGH", c.RKNN_FLAG_PRIOR_MEDIUM: "MEDIUM", c.RKNN_FLAG_PRIOR_LOW: "LOW"}.get(
-        priority_bits, "LOW"
-    )
-    if priority_bits == _PRIORITY_BITS:
-        log.warning("rknn_init: PRIOR_MEDIUM and PRIOR_LOW both set; using PRIOR_LOW")
-    names = frozenset(name for bit, name in _INIT_FLAGS.items() if flag & bit)
-    unknown = flag & ~(_PRIORITY_BITS | sum(_INIT_FLAGS))
-    if unknown:
-        log.warning(f"rknn_init: unknown flag bits {unknown:#x} ignored (flag={flag:#x})")
-    return names, priority
 
 
 def fill_attr(out: rknn_tensor_attr, attr: Attr) -> None:

@@ -76,8 +76,9 @@ def native_input_attr(index: int, spec: TensorSpec, platform: Platform) -> Attr:
     if fmt == "NHWC":
         n, c, h, w = spec.shape
         attr = _attr(index, spec, [n, h, w, c], fmt, spec.dtype)
-        attr.w_stride = layouts.align_up(w, platform.width_align)
-        attr.size_with_stride = n * h * attr.w_stride * c * itemsize(spec.dtype)
+        attr.w_stride = layouts.w_stride(w, platform.width_align)
+        attr.size_with_stride = layouts.size_with_stride(attr.dims, attr.w_stride,
+                                                         itemsize(spec.dtype))  # fmt: skip
         return attr
     if fmt == "NC1HWC2":
         dims = layouts.nc1hwc2_dims(spec.shape, platform.c2_for(spec.dtype))

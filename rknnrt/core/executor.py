@@ -6,8 +6,6 @@ onnxruntime sessions are safe to run from several threads, and the weights are n
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -15,6 +13,7 @@ import onnxruntime as ort
 from ..model import graph_rules
 from ..model.errors import ModelFormatError
 from ..model.meta import ModelMeta, TensorSpec
+from . import switches
 from .errors import MODEL_INVALID, RknnError
 
 
@@ -24,9 +23,9 @@ def _session_options() -> ort.SessionOptions:
     # Exact int8 arithmetic: x86's fast u8s8 kernels saturate 16-bit pair sums (255*127*2),
     # the NPU does not; this makes onnxruntime use its exact integer kernels.
     options.add_session_config_entry("session.x64quantprecision", "1")
-    threads = os.environ.get("RKNNRT_NUM_THREADS")
-    if threads and threads.isdigit():
-        options.intra_op_num_threads = int(threads)
+    threads = switches.num_threads()  # RKNNRT_NUM_THREADS
+    if threads is not None:
+        options.intra_op_num_threads = threads
     return options
 
 

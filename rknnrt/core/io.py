@@ -11,11 +11,10 @@ from math import prod
 import numpy as np
 
 from ..model.meta import TensorSpec
-from . import attrs, layouts
+from . import attrs, conversions, layouts
 from .errors import PARAM_INVALID, RknnError
 from .platforms import Platform
 
-_FLOATS = ("float32", "float16")
 # Buffer types rknn_inputs_set accepts per model input dtype (UG15 Table 4-1, UG Table 5-3).
 _ALLOWED_SOURCES = {
     "float32": ("float32", "float16", "uint8"),
@@ -29,15 +28,7 @@ _ALLOWED_SOURCES = {
 }
 
 
-_NP_DTYPES = {
-    name: np.dtype(np.bool_) if name == "bool" else np.dtype(name)
-    for name in ("float32", "float16", "int8", "uint8", "int16", "uint16", "int32", "uint32",
-                 "int64", "bool")
-}  # fmt: skip
-
-
-def _np_dtype(name: str) -> np.dtype:
-    return _NP_DTYPES.get(name) or np.dtype(name)
+_FLOAT32 = np.dtype(np.float32)
 
 
 class InputPlan:
@@ -47,7 +38,7 @@ class InputPlan:
         self.index = index
         self.spec = spec
         self.shape = tuple(spec.shape)
-        self.dtype = _np_dtype(spec.dtype)
+        self.dtype = conversions.np_dtype(spec.dtype)
         self.n_elems = prod(spec.shape)
         self.is_4d = len(spec.shape) == 4
         self.allowed = _ALLOWED_SOURCES.get(spec.dtype, (spec.dtype,))
@@ -56,7 +47,7 @@ class InputPlan:
         # int8 and float16 inputs are normalised and converted in float32 first
         self.staged = spec.dtype in ("int8", "float16")
         self.quantized = spec.dtype == "int8" and spec.qnt_type == "AFFINE"
-        if self.is_4d and spec.dtype in (*_FLOATS, "int8") and (spec.mean or spec.std):
+        if self.is_4d and spec.dtype in (*conversions.FLOATS, "int8") and (spec.mean or spec.std):
             channels = spec.shape[1]
             mean = np.asarray(spec.mean or [0.0] * channels, np.float32).reshape(1, -1, 1, 1)
             std = np.asarray(spec.std or [1.0] * channels, np.float32).reshape(1, -1, 1, 1)
@@ -72,11 +63,9 @@ class InputPlan:
         (w_stride pixels) and, for multi-batch inputs, padded batches (h_stride rows)."""
         if pass_through:
             return self.native.size_with_stride
-        itemsize = _NP_DTYPES[src_dtype].itemsize
+        itemsize = conversions.NP_DTYPES[src_dtype].itemsize
         if self.is_4d and src_fmt == "NHWC":
-            n, c, h, w = self.shape
-            pitch = max(w_stride, w) * c * itemsize
-            return ((n - 1) * max(h_stride, h) + h) * pitch
+            return layouts.nhwc_bytes(self.shape, itemsize, w_stride, h_stride)
         return self.n_elems * itemsize
 
     def check_source(self, src_dtype: str, src_fmt: str) -> None:
@@ -103,7 +92,7 @@ class InputPlan:
             return
         if src_dtype not in self.allowed or (self.is_4d and src_fmt == "NC1HWC2"):
             self.check_source(src_dtype, src_fmt)
-        src = _NP_DTYPES[src_dtype]
+        src = conversions.NP_DTYPES[src_dtype]
         need = self.required_bytes(src_dtype, src_fmt, False, w_stride, h_stride)
         if raw.size < need:
             raise RknnError(
@@ -113,15 +102,7 @@ class InputPlan:
             )
         data = raw[:need].view(src)
         if self.is_4d and src_fmt == "NHWC":
-            n, c, h, w = self.shape
-            if w_stride > w or (h_stride > h and n > 1):  # padded rows or batches
-                item = src.itemsize
-                pitch = max(w_stride, w) * c * item
-                rows = np.lib.stride_tricks.as_strided(
-                    data, (n, h, w, c), (max(h_stride, h) * pitch, pitch, c * item, item)
-                )
-            else:
-                rows = data.reshape(n, h, w, c)
+            rows = layouts.padded_nhwc_view(data, self.shape, w_stride, h_stride)
             data = layouts.nhwc_to_nchw(rows)
         else:
             data = data.reshape(self.shape)
@@ -167,43 +148,12 @@ class OutputPlan:
     def __init__(self, index: int, spec: TensorSpec) -> None:
         self.index = index
         self.spec = spec
-        self.dtype = _np_dtype(spec.dtype)
+        self.dtype = conversions.np_dtype(spec.dtype)
         self.n_elems = prod(spec.shape)
 
-    def nbytes(self, want_float: bool) -> int:
-        return self.n_elems * (4 if want_float else self.dtype.itemsize)
-
-    def layout_dims(self, fmt: str, c2: int) -> list[int]:
-        """The dims of this output stored in `fmt` (NC1HWC2 with the given C2)."""
-        shape = list(self.spec.shape)
-        if len(shape) == 4 and fmt == "NHWC":
-            return layouts.nchw_to_nhwc_dims(shape)
-        if len(shape) == 4 and fmt == "NC1HWC2":
-            return layouts.nc1hwc2_dims(shape, c2)
-        return shape
-
-    def write(self, result: np.ndarray, dst: np.ndarray, dtype: str, fmt: str, c2: int) -> None:
-        """Store `result` (model layout) into `dst` (uint8 bytes) as `dtype` in `fmt`."""
-        data = self.dequantize(result) if dtype in _FLOATS and result.dtype == np.int8 else result
-        if result.ndim == 4 and fmt == "NHWC":
-            data = layouts.nchw_to_nhwc(result)
-        elif result.ndim == 4 and fmt == "NC1HWC2":
-            data = layouts.nchw_to_nc1hwc2(result, c2)
-        target_dtype = _NP_DTYPES[dtype]
-        need = data.size * target_dtype.itemsize
-        np.copyto(dst[:need].view(target_dtype).reshape(data.shape), data, casting="unsafe")
-
-    def dequantize(self, result: np.ndarray) -> np.ndarray:
-        """(q - zp) * scale for an int8 output with affine parameters."""
-        if self.spec.qnt_type != "AFFINE" or result.dtype != np.int8:
-            return result.astype(np.float32)
-        return (result.astype(np.float32) - self.spec.zp) * np.float32(self.spec.scale)
-
     def convert(self, result: np.ndarray, want_float: bool) -> np.ndarray:
-        """A C-contiguous array in the model layout: float32 or the model's output dtype."""
-        if want_float and result.dtype == np.int8:
-            return self.dequantize(result)
-        dtype = np.float32 if want_float else self.dtype
-        if result.dtype == dtype and result.flags.c_contiguous:
+        """rknn_outputs_get's array: float32 (want_float) or the model's dtype, model layout."""
+        target = _FLOAT32 if want_float else self.dtype
+        if result.dtype == target and result.flags.c_contiguous:  # the hot path: as it is
             return result
-        return np.ascontiguousarray(result, dtype=dtype)
+        return conversions.output_as(result, self.spec, target.name)

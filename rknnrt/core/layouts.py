@@ -68,3 +68,45 @@ def nchw_to_nc1hwc2(x: np.ndarray, c2: int) -> np.ndarray:
 def strip_w_stride(x: np.ndarray, width: int) -> np.ndarray:
     """A view of an [N, H, w_stride, C] array without the padding columns."""
     return x[:, :, :width, :]
+
+
+# -- sizes and strides ------------------------------------------------------------------------
+def output_dims(shape: list[int], fmt: str, c2: int) -> list[int]:
+    """The dims of an output of model shape `shape` (NCHW for 4-D) stored in `fmt`."""
+    if len(shape) == 4 and fmt == "NHWC":
+        return nchw_to_nhwc_dims(shape)
+    if len(shape) == 4 and fmt == "NC1HWC2":
+        return nc1hwc2_dims(shape, c2)
+    return list(shape)
+
+
+def w_stride(width: int, width_align: int) -> int:
+    """A native NHWC input's row pitch in pixels: the width aligned to the platform's."""
+    return align_up(width, width_align)
+
+
+def size_with_stride(dims_nhwc: list[int], stride: int, itemsize: int) -> int:
+    """Bytes of an [N, H, W, C] tensor whose rows are `stride` pixels apart."""
+    n, h, _, c = dims_nhwc
+    return n * h * stride * c * itemsize
+
+
+def nhwc_bytes(shape: tuple[int, ...], itemsize: int, stride: int = 0, h_stride: int = 0) -> int:
+    """Bytes an NHWC buffer of a model input of NCHW `shape` must hold: rows may be padded to
+    `stride` pixels and, for multi-batch inputs, batches to `h_stride` rows."""
+    n, c, h, w = shape
+    pitch = max(stride, w) * c * itemsize
+    return ((n - 1) * max(h_stride, h) + h) * pitch
+
+
+def padded_nhwc_view(data: np.ndarray, shape: tuple[int, ...], stride: int,
+                     h_stride: int) -> np.ndarray:  # fmt: skip
+    """An [N, H, W, C] view of NHWC bytes with padded rows and/or batches (see nhwc_bytes)."""
+    n, c, h, w = shape
+    if not (stride > w or (h_stride > h and n > 1)):
+        return data.reshape(n, h, w, c)
+    item = data.itemsize
+    pitch = max(stride, w) * c * item
+    return np.lib.stride_tricks.as_strided(
+        data, (n, h, w, c), (max(h_stride, h) * pitch, pitch, c * item, item)
+    )

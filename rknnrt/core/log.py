@@ -7,9 +7,10 @@ errors and warnings always print; 1 adds timing lines, 3 information lines (vers
 
 from __future__ import annotations
 
-import os
 import sys
 import time
+
+from . import switches
 
 # Each severity prints when RKNN_LOG_LEVEL >= its number.
 ERROR, WARNING, TIMING, INFO, PERF, DEBUG = 0, 0, 1, 3, 4, 5
@@ -18,13 +19,7 @@ DEFAULT_LEVEL = 0
 
 def level() -> int:
     """The active level; a malformed RKNN_LOG_LEVEL falls back to the default."""
-    raw = os.environ.get("RKNN_LOG_LEVEL")
-    if raw is None:
-        return DEFAULT_LEVEL
-    try:
-        return int(raw)
-    except ValueError:
-        return DEFAULT_LEVEL
+    return switches.log_level()
 
 
 def emit(severity: int, prefix: str, message: str) -> None:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import log
-from .errors import MALLOC_FAIL, PARAM_INVALID, RknnError
+from . import log, registry, switches
+from .errors import CTX_INVALID, MALLOC_FAIL, PARAM_INVALID, RknnError
 
 PAGE = mmap.PAGESIZE
 # Fake physical addresses handed out by rknnrt: far from 0, never reused, 1 MiB apart at least.
@@ -41,7 +41,7 @@ def _take_phys(size: int) -> int:
 
 def cache_model_enabled() -> bool:
     """RKNNRT_CACHE_MODEL=0 turns the two-view model off (one view everywhere, faster)."""
-    return os.environ.get("RKNNRT_CACHE_MODEL", "1") != "0"
+    return switches.cache_model()
 
 
 class Buffer:
@@ -154,17 +154,29 @@ class Memory:
 
 
 class MemoryTable:
-    """Every live Memory, by the address of its rknn_tensor_mem, and every Buffer we own."""
+    """Every live Memory, by the address of its rknn_tensor_mem, and every Buffer we own.
+
+    The table also keeps the API layer's struct of each entry alive (`keep`), and remembers
+    the (virt_addr, fd) of recently freed entries so a stale pointer is recognised soon after.
+    """
+
+    FREED_KEPT = 4096
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._mems: dict[int, Memory] = {}
+        self._keep: dict[int, tuple[object, tuple[int, int]]] = {}
+        self._freed: dict[int, tuple[int, int]] = {}  # key -> (virt_addr, fd) it described
         self._buffers_by_fd: dict[int, Buffer] = {}
         self._refs: dict[int, int] = {}  # id(buffer) -> number of Memory windows on it
 
-    def add(self, key: int, memory: Memory) -> None:
+    def add(self, key: int, memory: Memory, keep: object = None,
+            signature: tuple[int, int] = (0, -1)) -> None:  # fmt: skip
+        """`keep`: the API layer's struct, kept alive; `signature`: its (virt_addr, fd)."""
         with self._lock:
+            self._freed.pop(key, None)  # the allocator may reuse a freed struct's address
             self._mems[key] = memory
+            self._keep[key] = (keep, signature)
             buf = memory.buffer
             self._refs[id(buf)] = self._refs.get(id(buf), 0) + 1
             if buf.owned:
@@ -178,13 +190,30 @@ class MemoryTable:
             )
         return memory
 
+    def get_for(self, key: int, handle: int, call: str) -> Memory:
+        """The memory at `key` for a call on context `handle`: refused when another context
+        made it (issue 11 item 10; ALLOC_NO_CONTEXT memory belongs to none)."""
+        memory = self.get(key)
+        if memory.owner is not None and handle and memory.owner != handle:
+            raise RknnError(
+                PARAM_INVALID,
+                f"{call}: mem was made on context {memory.owner:#x}, not on {handle:#x}; use "
+                "memory of this context (or made with RKNN_MEM_FLAG_ALLOC_NO_CONTEXT)",
+            )
+        return memory
+
     def remove(self, key: int) -> Memory:
+        """Free the entry; its signature is remembered for was_freed."""
         with self._lock:
             memory = self._mems.pop(key, None)
             if memory is None:
                 raise RknnError(
                     PARAM_INVALID, "mem is not a live rknn_tensor_mem (destroyed twice?)"
                 )
+            _, signature = self._keep.pop(key, (None, (0, -1)))
+            if len(self._freed) >= self.FREED_KEPT:
+                self._freed.pop(next(iter(self._freed)))
+            self._freed[key] = signature
             memory.destroyed = True
             buf = memory.buffer
             self._refs[id(buf)] -= 1
@@ -194,6 +223,18 @@ class MemoryTable:
                     self._buffers_by_fd.pop(buf.fd, None)
                 buf.free()
         return memory
+
+    def was_freed(self, key: int, signature: tuple[int, int]) -> bool:
+        """Whether the struct at `key` describing `signature` was freed already (an address
+        alone may be a new struct of the caller's: its contents must match too)."""
+        return key not in self._mems and self._freed.get(key) == signature
+
+    def release_owned(self, handle: int) -> int:
+        """Free what was made on a context being destroyed; returns how many there were."""
+        keys = self.owned_by(handle)
+        for key in keys:
+            self.remove(key)
+        return len(keys)
 
     def owned_buffer_for_fd(self, fd: int) -> Buffer | None:
         return self._buffers_by_fd.get(fd)
@@ -215,6 +256,25 @@ class MemoryTable:
 
 
 TABLE = MemoryTable()
+
+
+def owned_fd(fd: int) -> bool:
+    """Whether `fd` is the descriptor of a buffer rknn_create_mem made."""
+    return TABLE.owned_buffer_for_fd(fd) is not None
+
+
+def model_view(fd: int, offset: int, size: int) -> memoryview:
+    """The model bytes inside an rknn_create_mem buffer, for MODEL_BUFFER_ZERO_COPY."""
+    buffer = TABLE.owned_buffer_for_fd(fd)
+    if buffer is None or offset < 0 or size <= 0 or offset + size > buffer.size:
+        raise RknnError(
+            PARAM_INVALID,
+            f"extend: model_buffer_fd {fd} with offset {offset} and size {size} is not inside "
+            "memory made by rknn_create_mem/rknn_create_mem2",
+        )
+    # A view of the mapping itself: destroying the memory then cannot unmap pages the
+    # context still reads its weights from (the mapping outlives the view, not the fd).
+    return memoryview(buffer.cpu[offset : offset + size])
 
 
 def warn_stale_input(memory: Memory, what: str) -> None:
@@ -284,3 +344,32 @@ def from_phys(phys: int, size: int, virt: np.ndarray | None, owner: int | None) 
             "physical addresses it handed out (rknn_tensor_mem.phys_addr)",
         )
     return Memory(Buffer.wrap(virt), 0, size, "phys", owner)
+
+
+def destroy(key: int, handle: int) -> None:
+    """rknn_destroy_mem: `handle` must be the context that made the memory (any live one, or
+    0, for ALLOC_NO_CONTEXT memory)."""
+    memory = TABLE.get(key)
+    if handle or memory.owner is not None:
+        try:
+            registry.get(handle)
+        except RknnError:
+            raise RknnError(
+                CTX_INVALID,
+                f"invalid context {handle:#x}; memory made with RKNN_MEM_FLAG_ALLOC_NO_CONTEXT "
+                "may be freed with context 0",
+            ) from None
+        TABLE.get_for(key, handle, "rknn_destroy_mem")
+    TABLE.remove(key)
+
+
+def sync(memory: Memory, mode: str, code: int) -> None:
+    """rknn_mem_sync: "to_device", "from_device" or "both"."""
+    if mode == "to_device":
+        memory.sync_to_device()
+    elif mode == "from_device":
+        memory.sync_from_device()
+    elif mode == "both":
+        memory.sync_both()
+    else:
+        raise RknnError(PARAM_INVALID, f"invalid rknn_mem_sync_mode {code}")

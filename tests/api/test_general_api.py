@@ -675,8 +675,8 @@ def test_dup_context_shares_program_and_gives_equal_results(capi, ctx, reference
         original, copy = registry.get(ctx.value), registry.get(dup.value)
         assert copy is not original
         assert copy.model is original.model
-        assert copy.program is original.program
-        assert copy.weights is original.weights
+        assert copy.weights.program is original.weights.program
+        assert copy.weights.array is original.weights.array
 
         # Same attributes on both.
         for cmd in (rk.RKNN_QUERY_INPUT_ATTR, rk.RKNN_QUERY_OUTPUT_ATTR):

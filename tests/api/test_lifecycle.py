@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import os
 
 import numpy as np
+import pytest
 
 import rknnrt as rk
 from rknnrt.core import registry
 from rknnrt.toolkit.samples import default_input
+from tests.helpers import open_fds
 
 RTOL, ATOL = 1e-4, 1e-5
-
-
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 def set_input(capi, context, image: np.ndarray) -> None:
@@ -51,6 +48,7 @@ def churn() -> None:
     gc.collect()
 
 
+@pytest.mark.slow
 def test_init_destroy_cycles_do_not_leak(capi, default_model_bytes):
     model = default_model_bytes
     # Warm up once: onnxruntime may open files lazily on first use.
@@ -210,17 +208,41 @@ def test_destroy_with_dup_keeps_the_other_alive(capi, make_ctx, default_model_by
     assert capi(rk.rknn_destroy, b) == 0
 
 
-def test_destroy_refused_while_another_call_is_inside(capi, make_ctx, default_model_bytes,
-                                                      rknn_log):  # fmt: skip
+def test_destroy_waits_for_a_call_inside(capi, make_ctx, default_model_bytes, rknn_log):
+    """Issue 11 item 9: rknn_destroy waits for another thread's call, logs one W line, then
+    destroys; the waiting call's context is gone afterwards."""
+    import threading
+    import time
+
     from rknnrt.core import registry
 
     context = make_ctx(default_model_bytes)
     inner = registry.get(context.value)
     inner.enter("rknn_run")  # another thread is inside a call on this context
+    threading.Timer(0.2, inner.leave).start()
+    start = time.monotonic()
+    assert capi(rk.rknn_destroy, context) == rk.RKNN_SUCC
+    assert time.monotonic() - start >= 0.15
+    (line,) = rknn_log.take("W")
+    assert "rknn_destroy: waited" in line and "another thread's call" in line
+    assert inner.destroyed
+    assert capi(rk.rknn_run, context, None) == rk.RKNN_ERR_CTX_INVALID
+
+
+def test_destroy_wait_is_bounded(capi, make_ctx, default_model_bytes, rknn_log, monkeypatch):
+    """A call that never ends: rknn_destroy gives RKNN_ERR_TIMEOUT after RKNNRT_CALL_WAIT_MS
+    and the context stays alive and usable (never FAIL for a busy context)."""
+    from rknnrt.core import registry
+
+    monkeypatch.setenv("RKNNRT_CALL_WAIT_MS", "100")
+    context = make_ctx(default_model_bytes)
+    inner = registry.get(context.value)
+    inner.enter("rknn_run")
     try:
-        assert capi(rk.rknn_destroy, context) == rk.RKNN_ERR_FAIL
-        assert "in use by another thread" in rknn_log.take("E")[-1]
-        assert registry.get(context.value) is inner  # still alive and usable
+        assert capi(rk.rknn_destroy, context) == rk.RKNN_ERR_TIMEOUT
+        (line,) = rknn_log.take("E")
+        assert "did not end within 100 ms" in line
+        assert registry.get(context.value) is inner
     finally:
         inner.leave()
     assert capi(rk.rknn_destroy, context) == rk.RKNN_SUCC

@@ -3,7 +3,6 @@ single-thread reference results those tests compare against."""
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -13,6 +12,7 @@ import rknnrt as rk
 from rknnrt.core import registry
 from rknnrt.core.device import Device
 from rknnrt.toolkit.samples import default_input
+from tests.helpers import get_output, set_input  # noqa: F401 - re-exported to the tests here
 
 N_IMAGES = 8
 
@@ -21,23 +21,6 @@ N_IMAGES = 8
 def images() -> list[np.ndarray]:
     """Eight different NHWC uint8 images for the default model."""
     return [default_input(seed=s) for s in range(N_IMAGES)]
-
-
-def set_input(ctx: rk.rknn_context, image: np.ndarray) -> None:
-    inp = rk.rknn_input(index=0, buf=image.ctypes.data, size=image.nbytes,
-                        type=rk.RKNN_TENSOR_UINT8, fmt=rk.RKNN_TENSOR_NHWC)  # fmt: skip
-    assert rk.rknn_inputs_set(ctx, 1, inp) == rk.RKNN_SUCC
-
-
-def get_output(ctx: rk.rknn_context) -> tuple[np.ndarray, int]:
-    """(float32 output [10], frame id) through rknn_outputs_get; the buffer is released."""
-    outs = (rk.rknn_output * 1)()
-    outs[0].want_float = 1
-    ext = rk.rknn_output_extend()
-    assert rk.rknn_outputs_get(ctx, 1, outs, ext) == rk.RKNN_SUCC
-    data = np.frombuffer(ctypes.string_at(outs[0].buf, outs[0].size), np.float32).copy()
-    assert rk.rknn_outputs_release(ctx, 1, outs) == rk.RKNN_SUCC
-    return data, int(ext.frame_id)
 
 
 def device_of(ctx: rk.rknn_context) -> Device:

@@ -136,7 +136,7 @@ def test_timeout_of_a_started_job_finishes_in_the_background(ctx, images, expect
                                                              monkeypatch):  # fmt: skip
     set_input(ctx, images[3])
     core = registry.get(ctx.value)
-    binding = core._binding
+    binding = core.shapes.binding
     started, go_on = threading.Event(), threading.Event()
     real_run = binding.run
 
@@ -161,7 +161,7 @@ def test_timeout_of_a_started_job_finishes_in_the_background(ctx, images, expect
 
 def test_failed_non_blocking_run_is_reported_by_wait(ctx, images, rknn_log, monkeypatch):
     set_input(ctx, images[0])
-    binding = registry.get(ctx.value)._binding
+    binding = registry.get(ctx.value).shapes.binding
 
     def broken() -> None:
         raise RuntimeError("the NPU hung")

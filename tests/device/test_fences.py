@@ -43,7 +43,7 @@ def test_run_waits_for_the_input_fence(make_ctx, default_model_bytes, images, ex
     assert rk.rknn_run(ctx, run_ext(non_block=1, fence_fd=fence)) == 0
     # Not signalled: the frame waits (it has not even asked for a core).
     assert rk.rknn_wait(ctx, run_ext(timeout_ms=20)) == rk.RKNN_ERR_TIMEOUT
-    assert registry.get(ctx.value)._job.started is False
+    assert registry.get(ctx.value).frames.job.started is False
     os.eventfd_write(fence, 1)
     assert rk.rknn_wait(ctx, None) == 0
     data, frame = get_output(ctx)

@@ -175,7 +175,7 @@ def test_rk3576_has_two_cores(make_ctx, convert, default_onnx, hold_cores):
     dev = device_of(ctx)
     assert (dev.name, dev.cores) == ("rk3576", 2)
     assert rk.rknn_set_core_mask(ctx, rk.RKNN_NPU_CORE_ALL) == 0
-    assert registry.get(ctx.value)._cores == ((0, 1), 2)
+    assert registry.get(ctx.value).frames.cores == ((0, 1), 2)
 
 
 def test_multi_batch_model_spreads_over_batch_core_num(make_ctx, default_model_bytes, images):

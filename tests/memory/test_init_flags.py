@@ -90,8 +90,10 @@ def test_two_models_in_series_share_one_internal_buffer(make_ctx, default_model_
         assert rk.rknn_run(a, None) == 0 and rk.rknn_run(b, None) == 0
         np.testing.assert_array_equal(view(out_a, np.float32), general_api(ref_a, image))
         np.testing.assert_array_equal(view(out_b, np.float32), general_api(ref_b, image))
-    for m in (for_a, for_b, shared):
-        assert rk.rknn_destroy_mem(a, m) == 0
+    # each memory is destroyed on the context that made it (issue 11 item 10)
+    assert rk.rknn_destroy_mem(a, for_b) == rk.RKNN_ERR_PARAM_INVALID
+    for owner, m in ((a, for_a), (b, for_b), (a, shared)):
+        assert rk.rknn_destroy_mem(owner, m) == 0
 
 
 def test_weightless_model_shares_the_donors_weights(make_ctx, default_model_bytes,
@@ -107,7 +109,8 @@ def test_weightless_model_shares_the_donors_weights(make_ctx, default_model_byte
     ext = rk.rknn_init_extend()
     ext.ctx = donor.value
     b = make_ctx(weightless, rk.RKNN_FLAG_SHARE_WEIGHT_MEM, ext)
-    assert registry.get(b.value).weights is registry.get(donor.value).weights  # not a copy
+    # not a copy
+    assert registry.get(b.value).weights.array is registry.get(donor.value).weights.array
     image = default_input(seed=3)
     np.testing.assert_array_equal(general_api(b, image), general_api(donor, image))
     # refused: no donor, a donor with other weights, no flag
@@ -144,7 +147,7 @@ def test_model_buffer_zero_copy(default_model_bytes, make_ctx, by_fd) -> None:
     ctx = rk.rknn_context()
     model = None if by_fd else m.virt_addr + 128
     assert rk.rknn_init(ctx, model, size, rk.RKNN_FLAG_MODEL_BUFFER_ZERO_COPY, ext) == 0
-    weights = registry.get(ctx.value).weights
+    weights = registry.get(ctx.value).weights.array
     start = weights.__array_interface__["data"][0]
     assert m.virt_addr + 128 <= start < m.virt_addr + 128 + size  # read in place
     image = default_input(seed=5)

@@ -7,15 +7,13 @@ import gc
 import os
 
 import numpy as np
+import pytest
 
 import rknnrt as rk
 from rknnrt.core import registry
+from tests.helpers import open_fds
 
 MB = 1 << 20
-
-
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 def rss() -> int:
@@ -23,6 +21,7 @@ def rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+@pytest.mark.slow
 def test_10000_memory_cycles(ctx) -> None:
     def cycle() -> None:
         a = rk.rknn_create_mem(ctx, 4096)
@@ -45,6 +44,7 @@ def test_10000_memory_cycles(ctx) -> None:
     assert rss() - resident < 5 * MB
 
 
+@pytest.mark.slow
 def test_1000_context_cycles(default_model_bytes) -> None:
     image = np.zeros((1, 64, 64, 3), np.uint8)
     inputs = (rk.rknn_input * 1)()

@@ -12,14 +12,9 @@ import pytest
 
 import rknnrt as rk
 from rknnrt.toolkit.samples import default_input
+from tests.helpers import query_attr as attr
 
 NO_CTX = rk.RKNN_MEM_FLAG_ALLOC_NO_CONTEXT
-
-
-def attr(ctx, cmd: int, index: int = 0) -> rk.rknn_tensor_attr:
-    a = rk.rknn_tensor_attr(index=index)
-    assert rk.rknn_query(ctx, cmd, ctypes.byref(a), ctypes.sizeof(a)) == 0
-    return a
 
 
 def view(mem, dtype=np.uint8, count: int | None = None) -> np.ndarray:

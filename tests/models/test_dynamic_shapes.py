@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import rknnrt as rk
 from rknnrt.toolkit import RKNN
+from tests.helpers import query_attr as query
 
 ONE_SETS = [[[1, 3, 32, 32]], [[1, 3, 64, 48]], [[1, 3, 16, 24]]]
 TWO_SETS = [[[1, 3, 20, 20], [1, 5]], [[1, 3, 40, 28], [2, 5]]]
@@ -88,12 +89,6 @@ def shape_attrs(shapes: list[list[int]]) -> ctypes.Array:
         for d, v in enumerate(dims):
             attrs[i].dims[d] = v
     return attrs
-
-
-def query(ctx, cmd: int, index: int = 0) -> rk.rknn_tensor_attr:
-    a = rk.rknn_tensor_attr(index=index)
-    assert rk.rknn_query(ctx, cmd, ctypes.byref(a), ctypes.sizeof(a)) == 0
-    return a
 
 
 def dims(a: rk.rknn_tensor_attr) -> list[int]:

@@ -28,7 +28,12 @@ def _real_input(model: onnx.ModelProto) -> onnx.ValueInfoProto:
     return inp
 
 
-@pytest.mark.parametrize("name", MODELS)
+QUICK = {"light_squeezenet", "light_shufflenet", "light_inception_v1"}  # < 2 s each
+
+
+@pytest.mark.parametrize(
+    "name", [n if n in QUICK else pytest.param(n, marks=pytest.mark.slow) for n in MODELS]
+)
 def test_light_model_matches_onnxruntime(name: str) -> None:
     path = os.path.join(LIGHT, f"{name}.onnx")
     rknn = RKNN()

@@ -17,6 +17,7 @@ import rknnrt as rk
 from rknnrt.toolkit import RKNN
 from rknnrt.toolkit.quantize import _Histogram, asymmetric
 from rknnrt.toolkit.samples import default_model
+from tests.helpers import query_attr as query
 
 MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
@@ -95,12 +96,6 @@ def build(model, quantize: bool, dataset=None, **config) -> bytes:
     assert rknn.load_onnx(model) == 0, rknn.last_error
     assert rknn.build(do_quantization=quantize, dataset=dataset) == 0, rknn.last_error
     return rknn.model_bytes()
-
-
-def query(ctx, cmd: int, index: int = 0) -> rk.rknn_tensor_attr:
-    a = rk.rknn_tensor_attr(index=index)
-    assert rk.rknn_query(ctx, cmd, ctypes.byref(a), ctypes.sizeof(a)) == 0
-    return a
 
 
 def infer(ctx, arrays: list[np.ndarray], n_out: int, want_float: int = 1) -> list[np.ndarray]:
@@ -195,7 +190,9 @@ def test_int8_and_fp16_fidelity(case, make_ctx, capsys) -> None:
     assert worst_fp16 >= 0.99999, worst_fp16
 
 
-@pytest.mark.parametrize("name", ["light_squeezenet", "light_shufflenet"])
+@pytest.mark.parametrize(
+    "name", ["light_squeezenet", pytest.param("light_shufflenet", marks=pytest.mark.slow)]
+)
 def test_light_models_int8_and_fp16(name, make_ctx) -> None:
     """These models' generated weights are constant; SqueezeNet's activations reach 6.6e9,
     beyond float16's 65504, so its fp16 build overflows as it would on the NPU."""

@@ -308,7 +308,11 @@ def _randomize_weights(model: onnx.ModelProto, rng) -> onnx.ModelProto:
 
 @pytest.mark.parametrize(
     ("name", "randomize"),
-    [("light_squeezenet", False), ("light_resnet50", False), ("light_resnet50", True)],
+    [
+        ("light_squeezenet", False),
+        pytest.param("light_resnet50", False, marks=pytest.mark.slow),
+        pytest.param("light_resnet50", True, marks=pytest.mark.slow),
+    ],  # fmt: skip
 )
 def test_run_all_light_models(name, randomize):
     path = LIGHT / f"{name}.onnx"

@@ -1,0 +1,168 @@
+"""A model as rknn_init reads it: its bytes (a path, a buffer, or a zero-copy fd with offsets,
+all bounded before anything is read; issue 11 item 7), then one container.read() call, the
+metadata, the platform and the IO plans. A Model is shared by a context and its duplicates."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ...model import container
+from ...model.meta import ModelMeta
+from .. import log, memory, platforms
+from ..errors import FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
+from ..executor import Program
+from ..io import InputPlan, OutputPlan
+from ..version import API_VERSION, DRIVER_VERSION
+from .options import InitOptions
+
+# No rknnrt model comes near this (vgg19, the largest light model, is ~0.55 GB): a bigger file is
+# refused before it is read, as are devices and FIFOs (/dev/zero would never end).
+MAX_MODEL_BYTES = 2 << 30
+
+
+@dataclass(frozen=True)
+class InitExtend:
+    """The rknn_init_extend fields rknn_init reads (the api layer decodes the struct)."""
+
+    ctx: int = 0
+    model_buffer_fd: int = -1
+    real_model_offset: int = 0
+    real_model_size: int = 0
+
+
+def read_model_bytes(source: memoryview | str | os.PathLike, size: int,
+                     extend: InitExtend | None, options: InitOptions) -> memoryview:  # fmt: skip
+    """The model's bytes: `source` itself (a buffer of `size` bytes), a view of an
+    rknn_create_mem mapping (model_buffer_fd), or the file `source` names (size 0), read
+    between the extend's offsets."""
+    if size < 0:
+        raise RknnError(PARAM_INVALID, f"size {size} must be >= 0 (0: model is a file path)")
+    offset = extend.real_model_offset if extend is not None else 0
+    length = extend.real_model_size if extend is not None else 0
+    if offset < 0 or length < 0:
+        raise RknnError(
+            PARAM_INVALID,
+            f"extend: real_model_offset {offset} and real_model_size {length} must be >= 0",
+        )
+    fd = extend.model_buffer_fd if extend is not None else -1
+    no_model = isinstance(source, memoryview) and len(source) == 0
+    if fd > 0 and (no_model or (options.model_zero_copy and memory.owned_fd(fd))):
+        # MODEL_BUFFER_ZERO_COPY from an rknn_create_mem buffer: a view of its own mapping.
+        return memory.model_view(fd, offset, length or size)
+    if isinstance(source, memoryview):
+        return source
+    return _read_file(os.fspath(source), offset, length)
+
+
+def _read_file(path: str, offset: int, length: int) -> memoryview:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise RknnError(FAIL, f"open model file {path!r} failed: {exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RknnError(
+                PARAM_INVALID,
+                f"model file {path!r} is not a regular file (a device, FIFO or folder)",
+            )
+        size = info.st_size
+        if offset + length > size or offset > size:
+            raise RknnError(
+                PARAM_INVALID,
+                f"real_model_offset {offset} + real_model_size {length} exceed the model file "
+                f"size {size}",
+            )
+        wanted = length or size - offset
+        if wanted > MAX_MODEL_BYTES:
+            raise RknnError(
+                MODEL_INVALID,
+                f"model file {path!r}: {wanted} bytes is more than any model ({MAX_MODEL_BYTES} "
+                "bytes at most); not read",
+            )
+        os.lseek(fd, offset, os.SEEK_SET)
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(wanted)
+    finally:
+        os.close(fd)
+    return memoryview(data)
+
+
+class Model:
+    """Everything read from one model file; shared by a context and its duplicates.
+
+    `weights_section` is a view of the caller's model buffer: valid during rknn_init only,
+    except with MODEL_BUFFER_ZERO_COPY, where the application keeps the buffer alive.
+    """
+
+    def __init__(self, buf: memoryview) -> None:
+        try:
+            sections = container.read(buf)
+            self.meta = ModelMeta.from_json(sections.metadata, len(sections.weights))
+        except container.ModelFormatError as exc:
+            raise RknnError(MODEL_INVALID, str(exc)) from None
+        try:
+            self.platform = platforms.get(self.meta.target_platform)
+        except KeyError:
+            raise RknnError(
+                MODEL_INVALID, f"unknown target platform '{self.meta.target_platform}'"
+            ) from None
+        self.graph = bytes(sections.graph)
+        self.weights_section: memoryview | None = sections.weights
+        self.inputs = [InputPlan(i, s, self.platform) for i, s in enumerate(self.meta.inputs)]
+        self.outputs = [OutputPlan(i, s) for i, s in enumerate(self.meta.outputs)]
+        self.dynamic = bool(self.meta.input_shape_sets)
+        self._plans: dict[int, tuple[list[InputPlan], list[OutputPlan]]] = {}
+        log.info(
+            f"RKNN Runtime Information, librknnrt version: {API_VERSION}; "
+            f"RKNN Driver Information, version: {DRIVER_VERSION}"
+        )
+        log.info(
+            f"RKNN Model Information, version: {container.FORMAT_VERSION}, toolkit version: "
+            f"{self.meta.toolkit_version}, target platform: {self.meta.target_platform}, "
+            f"framework name: {self.meta.framework}, framework layout: NCHW"
+        )
+
+    def release_weights_section(self) -> None:
+        """The caller may free its model buffer after rknn_init."""
+        self.weights_section = None
+
+    def plans_for(self, index: int) -> tuple[list[InputPlan], list[OutputPlan]]:
+        """Input and output plans of shape set `index` (made once, then shared)."""
+        if index not in self._plans:
+            meta = self.meta
+            ins = [
+                InputPlan(i, replace(spec, shape=shape), self.platform)
+                for i, (spec, shape) in enumerate(zip(meta.inputs, meta.input_shape_sets[index]))
+            ]
+            outs = [
+                OutputPlan(i, replace(spec, shape=shape))
+                for i, (spec, shape) in enumerate(zip(meta.outputs, meta.output_shape_sets[index]))
+            ]
+            self._plans[index] = (ins, outs)
+        return self._plans[index]
+
+    def find_shape_set(self, shapes: list[list[int]]) -> int | None:
+        """The index of the set whose input shapes (model layout) are `shapes`."""
+        for index, shape_set in enumerate(self.meta.input_shape_sets):
+            if shape_set == shapes:
+                return index
+        return None
+
+    def program(self, weights: np.ndarray, in_place: bool = False) -> Program:
+        return Program(self.meta, self.graph, weights, in_place)
+
+    def log_fallback(self, options: InitOptions) -> None:
+        """EXECUTE_FALLBACK_PRIOR_DEVICE_GPU: operators the NPU cannot run would prefer the GPU;
+        rknnrt has no GPU, so they would run on the CPU. The converter accepts only operators
+        the NPU runs, so nothing falls back; say so once."""
+        if options.fallback_gpu:
+            log.warning(
+                "RKNN_FLAG_EXECUTE_FALLBACK_PRIOR_DEVICE_GPU: rknnrt emulates no GPU; operators "
+                f"the NPU cannot run would fall back to the CPU ({self.platform.name}: every "
+                "operator of this model runs on the NPU)"
+            )
