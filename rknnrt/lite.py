@@ -19,6 +19,7 @@ import numpy as np
 
 from . import api as rk
 from .core.log import error as log_error
+from .core.log import muted as log_muted
 
 _TYPES = {
     np.dtype(np.float32): rk.RKNN_TENSOR_FLOAT32, np.dtype(np.float16): rk.RKNN_TENSOR_FLOAT16,
@@ -90,16 +91,9 @@ class RKNNLite:
         return 0
 
     def _query(self, cmd: int, info: ctypes.Structure, quiet: bool = False) -> int:
-        if quiet:  # a probe whose failure is an answer, not an error: RKNN_LOG_LEVEL -1 mutes it
-            saved = os.environ.get("RKNN_LOG_LEVEL")
-            os.environ["RKNN_LOG_LEVEL"] = "-1"
-            try:
+        if quiet:  # a probe whose failure is an answer, not an error
+            with log_muted():
                 return rk.rknn_query(self._ctx, cmd, ctypes.byref(info), ctypes.sizeof(info))
-            finally:
-                if saved is None:
-                    del os.environ["RKNN_LOG_LEVEL"]
-                else:
-                    os.environ["RKNN_LOG_LEVEL"] = saved
         return rk.rknn_query(self._ctx, cmd, ctypes.byref(info), ctypes.sizeof(info))
 
     def _attr(self, cmd: int, index: int) -> rk.rknn_tensor_attr:

@@ -8,7 +8,10 @@ errors and warnings always print; 1 adds timing lines, 3 information lines (vers
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from . import switches
 
@@ -22,9 +25,24 @@ def level() -> int:
     return switches.log_level()
 
 
+_local = threading.local()
+
+
+@contextmanager
+def muted() -> Iterator[None]:
+    """Silence this thread's lines: for a probe whose failure is an answer (RKNNLite asking
+    whether a model has dynamic shapes), without touching the process-wide RKNN_LOG_LEVEL."""
+    saved = getattr(_local, "muted", False)
+    _local.muted = True
+    try:
+        yield
+    finally:
+        _local.muted = saved
+
+
 def emit(severity: int, prefix: str, message: str) -> None:
     """Write one `<prefix> RKNN:` line to stderr when RKNN_LOG_LEVEL enables `severity`."""
-    if severity > level():
+    if severity > level() or getattr(_local, "muted", False):
         return
     now = time.time()
     stamp = time.strftime("%H:%M:%S", time.localtime(now)) + f".{int(now * 1000) % 1000:03d}"
