@@ -59,14 +59,16 @@ class Board:
 BOARDS: dict[str, Board] = {
     b.name: b
     for b in (
-        Board("rk3588", 3, 1024, 64, 23.6, 1000, 0.62, 9.0, 22.0, 150.0),
-        Board("rk3576", 2, 1024, 64, 7.46, 950, 0.62, 11.0, 14.0, 150.0),
-        Board("rk3566", 1, 512, 32, 6.57, 900, 0.62, 4.0, 50.0, 300.0, c2_int8=8,
+        Board("rk3588", 3, 1024, 64, 23.6, 1000, 0.62, 13.5, 0.0, 150.0),
+        Board("rk3576", 2, 1024, 64, 7.46, 1000, 0.80, 10.0, 0.0, 150.0),
+        Board("rk3566", 1, 512, 32, 6.57, 1000, 0.48, 12.5, 0.0, 150.0, c2_int8=8,
               tile_bytes=None),
-        Board("rk3562", 1, 512, 64, 7.46, 1000, 0.62, 5.0, 30.0, 200.0, tile_bytes=None),
-        # Not calibrated (no published figures): scaled from the nearest calibrated NPU.
-        Board("rv1126b", 1, 1024, 64, 7.46, 950, 0.62, 5.0, 30.0, 200.0, calibrated=False),
-        Board("rv1106", 1, 256, 32, 6.57, 1000, 0.62, 2.0, 50.0, 300.0, calibrated=False),
+        Board("rk3562", 1, 512, 64, 7.46, 1000, 0.60, 12.5, 0.0, 150.0, tile_bytes=None),
+        # Not calibrated (no published figures): the nearest calibrated NPU's efficiency.
+        Board("rv1126b", 1, 1024, 64, 7.46, 1000, 0.62, 8.0, 0.0, 150.0, tile_bytes=None,
+              calibrated=False),
+        Board("rv1106", 1, 256, 32, 6.57, 1000, 0.48, 3.5, 0.0, 150.0, tile_bytes=None,
+              calibrated=False),
     )
 }
 BOARDS["rk3568"] = BOARDS["rk3566"]

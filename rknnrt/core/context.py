@@ -262,8 +262,13 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
         return self.model.meta.custom_string
 
     def perf_run(self) -> int:
-        """RKNN_QUERY_PERF_RUN: µs the last finished frame spent on its cores."""
-        return self.last_run_us
+        """RKNN_QUERY_PERF_RUN: the last finished frame's estimated board µs for this platform and
+        core mask (core/perf.py); RKNNRT_PERF_HOST=1 or no board model: the host µs."""
+        if self.last_run_us == 0 or perf.host_times():
+            return self.last_run_us
+        split = device.cores_for(self.core_mask, self.platform.npu_cores)[1]
+        view = perf.board_view(self.model.meta, self.model.graph, self.weights, self.platform, split)
+        return view.run_us() or self.last_run_us
 
     def perf_detail(self) -> str:
         """RKNN_QUERY_PERF_DETAIL: the per-layer table of the last finished frame (made once

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import log, sram
+from . import log, perf, sram
 from .errors import FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
 from .memory import Buffer, Memory
 
@@ -167,9 +167,14 @@ class MemorySetup:
         plan = self.model.meta.memory
         enabled = "RKNN_FLAG_ENABLE_SRAM" in self.flags and self.platform.sram_bytes > 0
         capacity = self.platform.sram_bytes if enabled else 0
+        # Internal: the board's planner (core/perf.py) where it needs more than rknnrt's, so a
+        # buffer of the reported size works here and on a board. Weights: the weights section
+        # (within 1% of the vendor's packing on the calibration models).
+        view = perf.board_view(self.model.meta, self.model.graph, self.weights, self.platform)
+        board_internal = view.memory()[1]
         return {
             "total_weight_size": plan.weight_size,
-            "total_internal_size": plan.internal_size,
+            "total_internal_size": max(plan.internal_size, board_internal),
             "total_dma_allocated_size": self.dma_allocated(),
             "total_sram_size": capacity,
             "free_sram_size": sram.free(self.platform.name, capacity) if enabled else 0,
