@@ -175,7 +175,8 @@ def _conv_layer(g: _Graph, node: onnx.NodeProto, used: set[str]) -> Layer:
     elif node.op_type in ("Gemm", "MatMul") and x:
         ins[0] = _as4d(g.shape(x[0]))
         if len(ins) > 1 and len(ins[1]) == 2:
-            k, n = ins[1] if node.op_type == "MatMul" or not _attr(node, "transB", 0) else ins[1][::-1]
+            transposed = node.op_type == "Gemm" and _attr(node, "transB", 0)
+            k, n = ins[1][::-1] if transposed else ins[1]
             ins[1] = [n, k, 1, 1]
     layer = Layer("Conv", node.op_type, node.name, "NPU", ins, [_as4d(g.shape(out))], kind,
                   kernel, groups, weight_elems, x[:1], [out], [node.name])  # fmt: skip
@@ -204,8 +205,10 @@ def _absorb_tail(g: _Graph, layer: Layer, out: str, used: set[str]) -> None:
             layer.feature_ins.append(other)
             suffix += "Add"
             seen_add = True
-        elif nxt.op_type in _ACT_NAMES and not seen_act and not (
-            nxt.op_type == "Sigmoid" and _silu_mul(g, nxt, out)
+        elif (
+            nxt.op_type in _ACT_NAMES
+            and not seen_act
+            and not (nxt.op_type == "Sigmoid" and _silu_mul(g, nxt, out))
         ):
             suffix += _ACT_NAMES[nxt.op_type]
             seen_act = True
@@ -254,7 +257,7 @@ def _tiles(layer: Layer, elem: int, tile_bytes: int | None) -> list[Layer]:
                      "conv", layer.kernel, 1, per_tile, [f"{layer.name}_tile{i}_in"],
                      [f"{layer.name}_tile{i}_out"], list(layer.nodes))  # fmt: skip
         if i == 0:  # the last tile adds the others and keeps the fused tail
-            tile.op = "ConvAdd" + layer.op[len("Conv"):].replace("Add", "", 1)
+            tile.op = "ConvAdd" + layer.op[len("Conv") :].replace("Add", "", 1)
             tile.name += f"_{tile.op}"
             tile.ins += [layer.outs[0]] + layer.ins[3:]
             tile.feature_ins += [f"{layer.name}_tile1_out", *layer.feature_ins[1:]]
@@ -284,8 +287,10 @@ def vendor_layers(graph: onnx.GraphProto, shapes: dict[str, list[int]], elem: in
         op = node.op_type
         feats = g.features(node)
         out = g.root(node.output[0]) if node.output else ""
-        if op in ("Flatten", "Reshape") and (reader := g.single_reader(out)) is not None and (
-            reader.op_type in ("Gemm", "MatMul")
+        if (
+            op in ("Flatten", "Reshape")
+            and (reader := g.single_reader(out)) is not None
+            and (reader.op_type in ("Gemm", "MatMul"))
         ):
             g.alias[out] = feats[0] if feats else out
             continue  # the Gemm runs as a 1x1 Conv on the 4-D tensor
@@ -318,14 +323,15 @@ def vendor_layers(graph: onnx.GraphProto, shapes: dict[str, list[int]], elem: in
         outs = [g.shape(g.root(o)) for o in node.output if o]
         layer = Layer(name, op, node.name, target, ins, outs,
                       "cpu" if target == "CPU" else "eltwise", feature_ins=feats,
-                      feature_outs=[g.root(o) for o in node.output if o], nodes=[node.name])  # fmt: skip
+                      feature_outs=[g.root(o) for o in node.output if o],
+                      nodes=[node.name])  # fmt: skip
         if op == "Sigmoid" and feats and (mul := _silu_mul(g, node, feats[0])) is not None:
             used.add(mul.name)
             layer.op, layer.nodes = "exSwish", [node.name, mul.name]
             layer.feature_outs = [g.root(mul.output[0])]
         elif op == "BatchNormalization":
             _absorb_tail(g, layer, out, used)
-            layer.op = "BatchNormalization" + layer.op[len("BatchNormalization"):]
+            layer.op = "BatchNormalization" + layer.op[len("BatchNormalization") :]
         layers.append(layer)
     for output in graph.output:
         shape = g.shape(output.name)

@@ -70,7 +70,7 @@ BOARDS: dict[str, Board] = {
         Board("rv1106", 1, 256, 32, 6.57, 1000, 0.48, 3.5, 0.0, 150.0, tile_bytes=None,
               calibrated=False),
     )
-}
+}  # fmt: skip
 BOARDS["rk3568"] = BOARDS["rk3566"]
 BOARDS["rv1103"] = BOARDS["rv1106"]
 

@@ -267,7 +267,8 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
         if self.last_run_us == 0 or perf.host_times():
             return self.last_run_us
         split = device.cores_for(self.core_mask, self.platform.npu_cores)[1]
-        view = perf.board_view(self.model.meta, self.model.graph, self.weights, self.platform, split)
+        meta, graph = self.model.meta, self.model.graph
+        view = perf.board_view(meta, graph, self.weights, self.platform, split)
         return view.run_us() or self.last_run_us
 
     def perf_detail(self) -> str:

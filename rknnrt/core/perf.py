@@ -18,7 +18,6 @@ import statistics
 import tempfile
 import time
 from dataclasses import dataclass, field
-from math import prod
 
 import numpy as np
 import onnx
