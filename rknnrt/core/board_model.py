@@ -12,7 +12,8 @@ Per layer (docs/performance.md has the derivation and the calibration table):
   layers (pooling, concat, resize, elementwise: the vendor gives them no cycles) bytes /
   bandwidth + layer_us; CPU layers bytes / cpu_gbps + cpu_us; plus job_us per run.
 - Several cores (RK3588 CORE_0_1(_2), RK3576 CORE_0_1): only the splittable ops divide their
-  compute, by cores x split_eff; bandwidth is shared and each split layer pays sync_us.
+  compute, by 1 + (cores - 1) x split_eff; bandwidth is shared and each split layer pays
+  sync_us per extra core.
 
 mac_eff, bandwidth, layer_us and job_us are fitted to the model zoo's published FPS
 (benchmarks/board_estimate.py --fit); every other constant comes from the vendor's logs or
@@ -48,8 +49,8 @@ class Board:
     job_us: float  # fitted: fixed cost per rknn_run
     cpu_gbps: float = 2.0  # CPU-fallback ops: bytes per second they stream
     cpu_us: float = 30.0  # CPU-fallback ops: fixed cost (runtime hand-over)
-    split_eff: float = 0.6  # multi-core: share of ideal speed-up of a split layer
-    sync_us: float = 12.0  # multi-core: extra fixed cost per split layer and extra core
+    split_eff: float = 0.25  # multi-core: each extra core adds this share of one core
+    sync_us: float = 8.0  # multi-core: extra fixed cost per split layer and extra core
     c2_int8: int = 16  # channels per NC1HWC2 block (memory layout)
     tile_bytes: int | None = 4096  # Conv kernel limit per output channel (board_layers)
     calibrated: bool = True
@@ -60,14 +61,14 @@ BOARDS: dict[str, Board] = {
     b.name: b
     for b in (
         Board("rk3588", 3, 1024, 64, 23.6, 1000, 0.62, 13.5, 0.0, 150.0),
-        Board("rk3576", 2, 1024, 64, 7.46, 1000, 0.80, 10.0, 0.0, 150.0),
-        Board("rk3566", 1, 512, 32, 6.57, 1000, 0.48, 12.5, 0.0, 150.0, c2_int8=8,
+        Board("rk3576", 2, 1024, 64, 7.46, 1000, 0.76, 10.0, 0.0, 150.0),
+        Board("rk3566", 1, 512, 32, 6.57, 1000, 0.42, 12.5, 0.0, 150.0, c2_int8=8,
               tile_bytes=None),
         Board("rk3562", 1, 512, 64, 7.46, 1000, 0.60, 12.5, 0.0, 150.0, tile_bytes=None),
         # Not calibrated (no published figures): the nearest calibrated NPU's efficiency.
         Board("rv1126b", 1, 1024, 64, 7.46, 1000, 0.62, 8.0, 0.0, 150.0, tile_bytes=None,
               calibrated=False),
-        Board("rv1106", 1, 256, 32, 6.57, 1000, 0.48, 3.5, 0.0, 150.0, tile_bytes=None,
+        Board("rv1106", 1, 256, 32, 6.57, 1000, 0.42, 3.5, 0.0, 150.0, tile_bytes=None,
               calibrated=False),
     )
 }  # fmt: skip
@@ -135,7 +136,7 @@ def cost(layer: Layer, b: Board, elem: int, cores: int = 1) -> Cost:
     memory_us = total_bytes / (b.bw_gbps * 1e3)
     compute_us = npu / (b.clock_mhz * b.mac_eff)
     if split > 1:
-        compute_us /= split * b.split_eff
+        compute_us /= 1 + (split - 1) * b.split_eff
     time_us = max(compute_us, memory_us) + b.layer_us + (split - 1) * b.sync_us
     workload = [100.0 / split if i < split else 0.0 for i in range(b.cores)]
     peak = time_us * b.clock_mhz * b.macs_per_cycle / elem  # MACs one core could do
