@@ -192,7 +192,7 @@ def _absorb_tail(g: _Graph, layer: Layer, out: str, used: set[str]) -> None:
         nxt = swish or g.single_reader(out)
         if nxt is None or nxt.name in used:
             break
-        if nxt.op_type == "BatchNormalization" and layer.kind == "conv" and not suffix:
+        if nxt.op_type == "BatchNormalization" and layer.kind != "eltwise" and not suffix:
             pass  # folded into the Conv's weights by the converter
         elif nxt.op_type in ("Add", "Sum") and not seen_add and len(g.features(nxt)) == 2:
             other = next(t for t in g.features(nxt) if t != out)

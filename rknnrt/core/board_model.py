@@ -4,8 +4,9 @@ Per layer (docs/performance.md has the derivation and the calibration table):
 
 - NPU cycles, as the vendor compiler counts them (its verbose build log prints them per layer;
   the formulas reproduce those of toolkit 2.5.0 for every Conv of the five calibration models):
-  a dense Conv takes pad16(output pixels) x align32(Cout) x Cin' x KhKw / MACs-per-cycle, with
-  Cin' = align32(Cin), at least 128 for a 1x1 kernel; a depthwise Conv takes
+  a dense Conv takes pad16(output pixels) x align(Cout) x Cin' x KhKw / MACs-per-cycle, with
+  Cin' = align32(Cin), at least 128 for a 1x1 kernel (align: 32 on RK3588/RK3576, 16 on the
+  512-MAC NPUs); a depthwise Conv takes
   pad16(pixels) x KhKw x ceil(C / dw_lanes). float16 takes twice the cycles.
 - DDR cycles: bytes read (inputs + weights) and written / the SoC's bytes per DDR cycle.
 - Time: a MAC layer max(NPU cycles / (clock x mac_eff), bytes / bandwidth) + layer_us; other NPU
@@ -52,6 +53,7 @@ class Board:
     split_eff: float = 0.25  # multi-core: each extra core adds this share of one core
     sync_us: float = 8.0  # multi-core: extra fixed cost per split layer and extra core
     c2_int8: int = 16  # channels per NC1HWC2 block (memory layout)
+    cout_align: int = 32  # output channels a dense Conv computes at once (vendor log cycles)
     tile_bytes: int | None = 4096  # Conv kernel limit per output channel (board_layers)
     calibrated: bool = True
 
@@ -61,14 +63,15 @@ BOARDS: dict[str, Board] = {
     b.name: b
     for b in (
         Board("rk3588", 3, 1024, 64, 23.6, 1000, 0.62, 13.5, 0.0, 150.0),
-        Board("rk3576", 2, 1024, 64, 7.46, 1000, 0.76, 10.0, 0.0, 150.0),
-        Board("rk3566", 1, 512, 32, 6.57, 1000, 0.42, 12.5, 0.0, 150.0, c2_int8=8,
+        Board("rk3576", 2, 1024, 64, 7.46, 1000, 0.76, 10.0, 0.0, 150.0, tile_bytes=None),
+        Board("rk3566", 1, 512, 32, 6.57, 1000, 0.42, 12.5, 0.0, 150.0, c2_int8=8, cout_align=16,
               tile_bytes=None),
-        Board("rk3562", 1, 512, 64, 7.46, 1000, 0.60, 12.5, 0.0, 150.0, tile_bytes=None),
+        Board("rk3562", 1, 512, 64, 7.46, 1000, 0.60, 12.5, 0.0, 150.0, tile_bytes=None,
+              cout_align=16),
         # Not calibrated (no published figures): the nearest calibrated NPU's efficiency.
         Board("rv1126b", 1, 1024, 64, 7.46, 1000, 0.62, 8.0, 0.0, 150.0, tile_bytes=None,
               calibrated=False),
-        Board("rv1106", 1, 256, 32, 6.57, 1000, 0.42, 3.5, 0.0, 150.0, tile_bytes=None,
+        Board("rv1106", 1, 256, 32, 6.57, 1000, 0.42, 3.5, 0.0, 150.0, tile_bytes=None, cout_align=16,
               calibrated=False),
     )
 }  # fmt: skip
@@ -115,7 +118,7 @@ def cycles(layer: Layer, b: Board, elem: int) -> tuple[int, int]:
     groups = max(1, layer.groups)
     cin = layer.ins[0][1] // groups if len(layer.ins[0]) > 1 else 1
     cin_p = max(_align(cin, 32), 128) if kk == 1 else _align(cin, 32)
-    padded = pixels * _align(cout // groups, 32) * cin_p * kk * groups
+    padded = pixels * _align(cout // groups, b.cout_align) * cin_p * kk * groups
     return ceil(padded / b.macs_per_cycle) * elem, n * prod(spatial) * cout * cin * kk
 
 
