@@ -107,10 +107,11 @@ def geo_error(values: list[float]) -> float:
     return exp(sum(abs(log(r)) for r in values) / len(values)) - 1
 
 
-def fit(sources: dict[str, Source]) -> None:
+def fit(sources: dict[str, Source], socs: list[str]) -> None:
     """Grid search of mac_eff, bandwidth and layer_us per SoC (least squares on log FPS)."""
     peak = {"rk3566": 12.8, "rk3562": 12.8, "rk3588": 34.0, "rk3576": 17.0}  # DDR GB/s
-    for j, soc in enumerate(SOCS):
+    for soc in socs:
+        j = SOCS.index(soc)
         layers = {n: s.layers(soc) for n, s in sources.items()}
         best = None
         grid = itertools.product(np.arange(0.3, 1.01, 0.02), np.arange(2, peak[soc] + 0.01, 0.5),
@@ -133,6 +134,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--float", action="store_true", help="float graphs, no conversion")
     parser.add_argument("--fit", action="store_true", help="refit the per-SoC constants")
+    parser.add_argument("--socs", default=",".join(SOCS), help="SoCs to refit (--fit)")
     args = parser.parse_args()
     start = time.perf_counter()
     sources = {}
@@ -148,7 +150,7 @@ def main() -> int:
     print(f"models ready in {time.perf_counter() - start:.1f} s "
           f"({'float graphs' if args.float else 'rknnrt int8 conversions'})\n")  # fmt: skip
     if args.fit:
-        fit(sources)
+        fit(sources, args.socs.split(","))
         return 0
     found = ratios(sources)
     print(f"{'model':<24}{'SoC':<8}{'published FPS':>14}{'estimated FPS':>15}{'ratio':>8}")

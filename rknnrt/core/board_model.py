@@ -64,9 +64,9 @@ BOARDS: dict[str, Board] = {
     for b in (
         Board("rk3588", 3, 1024, 64, 23.6, 1000, 0.62, 13.5, 0.0, 150.0),
         Board("rk3576", 2, 1024, 64, 7.46, 1000, 0.76, 10.0, 0.0, 150.0, tile_bytes=None),
-        Board("rk3566", 1, 512, 32, 6.57, 1000, 0.42, 12.5, 0.0, 150.0, c2_int8=8, cout_align=16,
+        Board("rk3566", 1, 512, 32, 6.57, 1000, 0.42, 12.5, 2.0, 150.0, c2_int8=8, cout_align=16,
               tile_bytes=None),
-        Board("rk3562", 1, 512, 64, 7.46, 1000, 0.60, 12.5, 0.0, 150.0, tile_bytes=None,
+        Board("rk3562", 1, 512, 64, 7.46, 1000, 0.60, 8.5, 0.0, 150.0, tile_bytes=None,
               cout_align=16),
         # Not calibrated (no published figures): the nearest calibrated NPU's efficiency.
         Board("rv1126b", 1, 1024, 64, 7.46, 1000, 0.62, 8.0, 0.0, 150.0, tile_bytes=None,
