@@ -168,7 +168,7 @@ def main() -> int:
         times.append(board_model.estimate(yolo.layers("rk3588"), b, 1, cores)[1] / 1e3)
     print(f"\nYOLOv5s on RK3588, 1/2/3 cores: {times[0]:.2f} / {times[1]:.2f} / {times[2]:.2f} ms "
           f"(speed-up {times[0] / times[1]:.2f}x / {times[0] / times[2]:.2f}x); board log "
-          f"single core {YOLOV5S_LOG['ms']} ms (runtime 2.1.0, SiLU model), zoo 20.7 ms")  # fmt: skip
+          f"single core {YOLOV5S_LOG['ms']} ms (runtime 2.1.0, SiLU), zoo 20.7 ms")  # fmt: skip
     if yolo.meta is not None:
         weights = np.frombuffer(container.read(memoryview(yolo.blob)).weights, np.uint8)
         view = perf.board_view(yolo.meta, bytes(container.read(memoryview(yolo.blob)).graph),

@@ -71,8 +71,8 @@ BOARDS: dict[str, Board] = {
         # Not calibrated (no published figures): the nearest calibrated NPU's efficiency.
         Board("rv1126b", 1, 1024, 64, 7.46, 1000, 0.62, 8.0, 0.0, 150.0, tile_bytes=None,
               calibrated=False),
-        Board("rv1106", 1, 256, 32, 6.57, 1000, 0.42, 3.5, 0.0, 150.0, tile_bytes=None, cout_align=16,
-              calibrated=False),
+        Board("rv1106", 1, 256, 32, 6.57, 1000, 0.42, 3.5, 0.0, 150.0, tile_bytes=None,
+              cout_align=16, calibrated=False),
     )
 }  # fmt: skip
 BOARDS["rk3568"] = BOARDS["rk3566"]

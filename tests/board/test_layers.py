@@ -38,7 +38,8 @@ def test_conv_activation_and_add_fuse_as_the_vendor_names_them():
     layers = layers_of(b.model())
     assert ops(layers) == ["InputOperator", "ConvRelu", "Conv", "ConvAddRelu", "ConvReluAdd",
                            "ConvExSwish", "OutputOperator"]  # fmt: skip
-    assert layers[3].full_name.endswith("_ConvAddRelu") and layers[1].full_name.startswith("Conv:conv_")
+    assert layers[3].full_name.endswith("_ConvAddRelu")
+    assert layers[1].full_name.startswith("Conv:conv_")
     assert layers[3].ins[-1] == [1, 32, 8, 8]  # the fused Add's other operand
 
 
