@@ -164,3 +164,55 @@ def test_cli_perf_and_compare(tmp_path, capsys, int8_model):
     with pytest.raises(SystemExit, match="unknown SoC"):
         cli.main(["perf", "--compare", "rk9999", str(path)])
     assert np.isfinite(fps["rk3576"])
+
+
+def test_the_observed_board_row():
+    """facts §5.8, a runtime table on RK3588: UINT8 Conv (1,3,1920,1920),(16,3,3,3) ->
+    (1,16,960,960): DDR/NPU cycles 1091036/8294400, 16130 us, RW 10802 KB."""
+    from rknnrt.core.board_layers import Layer
+
+    layer = Layer("ConvExSwish", "Conv", "c", "NPU", [[1, 3, 1920, 1920], [16, 3, 3, 3], [16]],
+                  [[1, 16, 960, 960]], "conv", [3, 3], 1, 16 * 27 + 16)  # fmt: skip
+    cost = board_model.cost(layer, board_model.BOARDS["rk3588"], 1)
+    assert cost.npu_cycles == 8294400
+    assert cost.ddr_cycles == pytest.approx(1091036, rel=0.01)
+    assert round(cost.read_bytes / 1024) == 10800  # the board: 10802 (padded weights)
+    assert cost.time_us == pytest.approx(16130, rel=0.25)
+
+
+def test_perf_detail_is_made_once_per_frame_and_needs_a_run(make_ctx, default_model_bytes,
+                                                            rknn_log):  # fmt: skip
+    ctx = make_ctx(default_model_bytes, PERF)
+    d = rk.rknn_perf_detail()
+    assert rk.rknn_query(ctx, rk.RKNN_QUERY_PERF_DETAIL, d, ctypes.sizeof(d)) < 0
+    assert "no finished run" in rknn_log.take("E")[0]
+    assert perf_run(ctx) == 0  # nothing ran yet
+    run_once(ctx)
+    first = detail(ctx)
+    assert detail(ctx) == first  # cached: the host column does not change either
+    run_once(ctx)
+    assert detail(ctx).startswith("-")
+
+
+def test_log_level_4_prints_the_table(make_ctx, default_model_bytes, monkeypatch, capsys):
+    monkeypatch.setenv("RKNN_LOG_LEVEL", "4")
+    ctx = make_ctx(default_model_bytes)  # the level is read at rknn_init
+    capsys.readouterr()
+    run_once(ctx)
+    err = capsys.readouterr().err
+    assert re.search(r"^I RKNN: .*rknn_run: frame 1: \d+ us on NPU core 0$", err, re.M)
+    assert "Network Layer Information Table" in err and "ConvRelu" in err
+    assert "Operator Time Consuming Ranking Table" in err
+
+
+def test_cli_bench_threads(capsys):
+    """(moved here with the perf tests from tests/device/test_perf_table.py)"""
+    assert cli.main(["bench", "--threads", "3", "--runs", "10", "--warmup", "1",
+                     "--core-mask", "0x0"]) == 0  # fmt: skip
+    captured = capsys.readouterr()
+    assert re.search(r"threads: 3 \(duplicated contexts\), core mask: 0x0, frames: 30, "
+                     r"[\d.]+ s: [\d.]+ FPS", captured.out)  # fmt: skip
+    jobs = re.search(r"NPU cores of rk3588: core 0: (\d+) jobs, core 1: (\d+) jobs, "
+                     r"core 2: (\d+) jobs", captured.out)  # fmt: skip
+    assert jobs and sum(int(j) for j in jobs.groups()) == 30
+    assert "30/30" in captured.err  # the progress bar's last state
