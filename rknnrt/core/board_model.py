@@ -48,7 +48,7 @@ class Board:
     bw_gbps: float  # fitted: effective DRAM bandwidth of the NPU
     layer_us: float  # fitted: fixed cost per NPU layer (task setup, sync)
     job_us: float  # fitted: fixed cost per rknn_run
-    cpu_gbps: float = 2.0  # CPU-fallback ops: bytes per second they stream
+    cpu_gbps: float = 2.0  # CPU-fallback ops: GB per second they stream
     cpu_us: float = 30.0  # CPU-fallback ops: fixed cost (runtime hand-over)
     split_eff: float = 0.25  # multi-core: each extra core adds this share of one core
     sync_us: float = 8.0  # multi-core: extra fixed cost per split layer and extra core
@@ -59,20 +59,23 @@ class Board:
 
 
 # Fitted values: benchmarks/board_estimate.py --fit (least squares on log FPS, five models).
+# CPU-fallback rates follow each SoC's big cores (RK3588 A76 2.4 GHz, RK3576 A72 2.2 GHz, RK3566
+# A55 1.8 GHz, RK3562 A53 2.0 GHz, RV1126B A53 1.6 GHz, RV1106 A7 1.2 GHz): rknnrt's judgement.
 BOARDS: dict[str, Board] = {
     b.name: b
     for b in (
-        Board("rk3588", 3, 1024, 64, 23.6, 1000, 0.62, 13.5, 0.0, 150.0),
-        Board("rk3576", 2, 1024, 64, 7.46, 1000, 0.76, 10.0, 0.0, 150.0, tile_bytes=None),
-        Board("rk3566", 1, 512, 32, 6.57, 1000, 0.42, 12.5, 2.0, 150.0, c2_int8=8, cout_align=16,
+        Board("rk3588", 3, 1024, 64, 23.6, 1000, 0.62, 13.5, 0.0, 150.0, 4.0, 30.0),
+        Board("rk3576", 2, 1024, 64, 7.46, 1000, 0.76, 10.0, 0.0, 150.0, 3.0, 40.0,
               tile_bytes=None),
-        Board("rk3562", 1, 512, 64, 7.46, 1000, 0.60, 8.5, 0.0, 150.0, tile_bytes=None,
-              cout_align=16),
+        Board("rk3566", 1, 512, 32, 6.57, 1000, 0.42, 12.5, 2.0, 150.0, 1.5, 60.0, c2_int8=8,
+              cout_align=16, tile_bytes=None),
+        Board("rk3562", 1, 512, 64, 7.46, 1000, 0.60, 8.5, 0.0, 150.0, 1.5, 60.0,
+              tile_bytes=None, cout_align=16),
         # Not calibrated (no published figures): the nearest calibrated NPU's efficiency.
-        Board("rv1126b", 1, 1024, 64, 7.46, 1000, 0.62, 8.0, 0.0, 150.0, tile_bytes=None,
-              calibrated=False),
-        Board("rv1106", 1, 256, 32, 6.57, 1000, 0.42, 3.5, 0.0, 150.0, tile_bytes=None,
-              cout_align=16, calibrated=False),
+        Board("rv1126b", 1, 1024, 64, 7.46, 1000, 0.62, 8.0, 0.0, 150.0, 1.2, 70.0,
+              tile_bytes=None, calibrated=False),
+        Board("rv1106", 1, 256, 32, 6.57, 1000, 0.42, 3.5, 0.0, 150.0, 0.5, 120.0,
+              tile_bytes=None, cout_align=16, calibrated=False),
     )
 }  # fmt: skip
 BOARDS["rk3568"] = BOARDS["rk3566"]
