@@ -236,7 +236,7 @@ def _tiles(layer: Layer, elem: int, tile_bytes: int | None) -> list[Layer]:
     """Split a Conv whose kernel per output channel exceeds `tile_bytes` (see module doc)."""
     if not tile_bytes or layer.kind != "conv" or layer.onnx_op != "Conv":
         return [layer]
-    if prod(layer.kernel) <= 1:
+    if prod(layer.kernel) <= 1 or len(layer.ins[0]) < 4 or len(layer.ins) < 2:
         return [layer]
     cin = layer.ins[0][1] // max(1, layer.groups)
     count = -(-cin * prod(layer.kernel) * elem // tile_bytes)
@@ -298,8 +298,9 @@ def vendor_layers(graph: onnx.GraphProto, shapes: dict[str, list[int]], elem: in
             layers += _tiles(_conv_layer(g, node, used), elem, tile_bytes)
             continue
         in_shape = g.shape(feats[0]) if feats else []
-        global_pool = op == "GlobalAveragePool" or (
-            op == "AveragePool" and list(_attr(node, "kernel_shape", [])) == in_shape[2:]
+        global_pool = len(in_shape) == 4 and (
+            op == "GlobalAveragePool"
+            or (op == "AveragePool" and list(_attr(node, "kernel_shape", [])) == in_shape[2:])
         )
         channel_sum = op == "ReduceSum" and len(in_shape) == 4 and _reduces_channels(g, node)
         if global_pool and max(in_shape[2:], default=0) > GAP_KERNEL:

@@ -25,7 +25,7 @@ import onnxruntime as ort
 from onnx import TensorProto
 
 from ..model.meta import ModelMeta
-from . import board_layers, board_model, perf_table
+from . import board_layers, board_model, log, perf_table
 from .board_layers import Layer
 from .board_model import Cost
 from .platforms import Platform
@@ -118,12 +118,13 @@ class Board:
     model: CostModel
 
     def run_us(self) -> int:
-        return round(self.model.run_us(self.layers))
+        """µs per run on the board; 0 when there is no estimate."""
+        return round(self.model.run_us(self.layers)) if self.layers else 0
 
     def memory(self) -> tuple[int, int]:
         """(weight bytes, internal bytes) the board would report; (0, 0) without a model."""
         b = self.model.board
-        if b is None:
+        if b is None or not self.layers:
             return 0, 0
         elem = self.model.elem
         return (board_model.weight_bytes(self.layers, b, elem),
@@ -142,10 +143,16 @@ def board_view(meta: ModelMeta, graph: bytes, weights: np.ndarray | None, platfo
         return hit[1]
     model = model_with_constants(graph, meta, weights if weights is not None else np.zeros(0))
     cost_model = CostModel(platform, model_dtype(model.graph), cores)
-    shapes = board_layers.static_shapes(model)
-    for spec in [*meta.inputs, *meta.outputs]:
-        shapes[spec.name] = list(spec.shape)
-    view = Board(cost_model.layers(model.graph, shapes), cost_model)
+    try:
+        shapes = board_layers.static_shapes(model)
+        for spec in [*meta.inputs, *meta.outputs]:
+            shapes[spec.name] = list(spec.shape)
+        layers = cost_model.layers(model.graph, shapes)
+    except Exception as exc:  # noqa: BLE001 - an estimate must never break a query
+        log.warning(f"board estimate unavailable for this model ({type(exc).__name__}: {exc}); "
+                    "PERF_RUN reports host time and MEM_SIZE rknnrt's own plan")  # fmt: skip
+        layers = []
+    view = Board(layers, cost_model)
     if len(_CACHE) >= 32:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = (meta, view)

@@ -216,3 +216,24 @@ def test_cli_bench_threads(capsys):
                      r"core 2: (\d+) jobs", captured.out)  # fmt: skip
     assert jobs and sum(int(j) for j in jobs.groups()) == 30
     assert "30/30" in captured.err  # the progress bar's last state
+
+
+def test_no_estimate_falls_back_to_host_figures(make_ctx, default_model_bytes, monkeypatch,
+                                                rknn_log):  # fmt: skip
+    """A graph the board model cannot read must not break a query: one warning, then
+    PERF_RUN reports the host time and MEM_SIZE rknnrt's own plan."""
+    from rknnrt.core import board_layers, perf
+
+    def unreadable(model):
+        raise ValueError("no shapes")
+
+    monkeypatch.setattr(board_layers, "static_shapes", unreadable)
+    monkeypatch.setattr(perf, "_CACHE", {})
+    ctx = make_ctx(default_model_bytes, PERF)
+    run_once(ctx)
+    rknn_log.clear()
+    assert perf_run(ctx) == registry.get(ctx.value).last_run_us > 0
+    warnings = rknn_log.take("W")
+    assert len(warnings) == 1 and "board estimate unavailable" in warnings[0]
+    mem = board_eval.eval_memory(default_model_bytes)
+    assert mem["total_internal_size"] == 196608  # rknnrt's plan of the default model
