@@ -98,7 +98,10 @@ def run(args: argparse.Namespace, load: Loader) -> int:
         return 0
     if args.host:
         os.environ[perf.HOST_SWITCH] = "1"
-    report = board_eval.eval_perf(blob, mask)
+    try:
+        report = board_eval.eval_perf(blob, mask)
+    except RuntimeError as exc:
+        raise SystemExit(f"perf: {exc}") from None
     print(report.table, end="")
     what = "host" if args.host else "estimated board"
     print(f"rknn_run: {report.run_us} us ({what} time, RKNN_QUERY_PERF_RUN)")

@@ -237,3 +237,10 @@ def test_no_estimate_falls_back_to_host_figures(make_ctx, default_model_bytes, m
     assert len(warnings) == 1 and "board estimate unavailable" in warnings[0]
     mem = board_eval.eval_memory(default_model_bytes)
     assert mem["total_internal_size"] == 196608  # rknnrt's plan of the default model
+
+
+def test_cli_perf_refuses_a_mask_the_platform_lacks(capsys, tmp_path, convert, default_onnx):
+    path = tmp_path / "m.rknnrt"
+    path.write_bytes(convert(default_onnx, target_platform="rk3566"))
+    with pytest.raises(SystemExit, match=r"perf: rknn_set_core_mask\(0x7\) failed"):
+        cli.main(["perf", str(path), "--core-mask", "0x7"])
