@@ -96,12 +96,18 @@ def run(args: argparse.Namespace, load: Loader) -> int:
         socs = [s.strip() for s in args.compare.split(",") if s.strip()]
         print("\n".join(compare_lines(blob, socs, mask)))
         return 0
-    if args.host:
+    before = os.environ.get(perf.HOST_SWITCH)
+    if args.host:  # for this run only: the switch is read at each query
         os.environ[perf.HOST_SWITCH] = "1"
     try:
         report = board_eval.eval_perf(blob, mask)
     except RuntimeError as exc:
         raise SystemExit(f"perf: {exc}") from None
+    finally:
+        if before is None:
+            os.environ.pop(perf.HOST_SWITCH, None)
+        else:
+            os.environ[perf.HOST_SWITCH] = before
     print(report.table, end="")
     what = "host" if args.host else "estimated board"
     print(f"rknn_run: {report.run_us} us ({what} time, RKNN_QUERY_PERF_RUN)")

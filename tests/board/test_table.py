@@ -4,6 +4,7 @@ core/perf_table.py), `rknnrt perf` and board_eval (docs/performance.md)."""
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 
 import numpy as np
@@ -244,3 +245,14 @@ def test_cli_perf_refuses_a_mask_the_platform_lacks(capsys, tmp_path, convert, d
     path.write_bytes(convert(default_onnx, target_platform="rk3566"))
     with pytest.raises(SystemExit, match=r"perf: rknn_set_core_mask\(0x7\) failed"):
         cli.main(["perf", str(path), "--core-mask", "0x7"])
+
+
+def test_cli_perf_converts_onnx_to_int8(tmp_path, capsys, default_onnx):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(default_onnx.SerializeToString())
+    assert cli.main(["perf", str(path), "--int8", "--target", "rk3576", "--host"]) == 0
+    out = capsys.readouterr().out
+    assert "(int8 for rk3576)" in out and "host times (RKNNRT_PERF_HOST=1)" in out
+    assert re.search(r"rknn_run: \d+ us \(host time", out)
+    assert "DequantizeLinear" not in out and "WorkLoad(0/1)" in out
+    assert "RKNNRT_PERF_HOST" not in os.environ  # the switch was for that run only
