@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import api as rk
+from . import perf_cli
 from .capi import sdk as capi_sdk
 from .core import registry
 from .evaluation import commands as evaluation_commands
@@ -320,25 +321,6 @@ def _bench_threads(s: Session, name: str, threads: int, mask: int, runs: int,
     return 0
 
 
-def cmd_perf(args: argparse.Namespace) -> int:
-    blob, name = _load(args.model, args.target)
-    s = Session(blob, rk.RKNN_FLAG_COLLECT_PERF_MASK)
-    s.set_core_mask(int(args.core_mask, 0))
-    arrays = [samples.default_input()] if args.model is None else s.random_inputs()
-    s.set_inputs(arrays)
-    s.infer()
-    detail = rk.rknn_perf_detail()
-    if s.query(rk.RKNN_QUERY_PERF_DETAIL, detail):
-        raise SystemExit("RKNN_QUERY_PERF_DETAIL failed")
-    perf = rk.rknn_perf_run()
-    s.query(rk.RKNN_QUERY_PERF_RUN, perf)
-    print(f"model: {name}")
-    print(ctypes.string_at(detail.perf_data, detail.data_len).decode(), end="")
-    print(f"rknn_run: {perf.run_duration} us (RKNN_QUERY_PERF_RUN)")
-    s.close()
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rknnrt", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -369,12 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", **target)
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("perf", help="the per-layer performance table of one run")
-    p.add_argument("model", nargs="?", help="rknnrt model file or ONNX model")
-    p.add_argument("--core-mask", **mask)
-    p.add_argument("--target", **target)
-    p.set_defaults(func=cmd_perf)
-
+    perf_cli.add_parser(sub, _load)  # `perf`: rknnrt/perf_cli.py
     capi_sdk.register(sub)
     evaluation_commands.add_parsers(sub)  # eval, sweep
     return parser

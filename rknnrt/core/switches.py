@@ -44,7 +44,12 @@ CALL_WAIT_MS = Switch(
     "how long a call waits for another thread's call on the same context to end before "
     "RKNN_ERR_TIMEOUT (calls with their own timeout_ms > 0 use that); read when a call waits",
 )  # fmt: skip
-TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS)
+PERF_HOST = Switch(
+    "RKNNRT_PERF_HOST", "0",
+    "1: Time(us) of PERF_DETAIL and RKNN_QUERY_PERF_RUN report this PC's times instead of the "
+    "estimated board times (read at each query; docs/performance.md)",
+)  # fmt: skip
+TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST)
 
 
 def raw(switch: Switch) -> str:
@@ -81,6 +86,10 @@ def keep_priority() -> bool:
 
 def platform_name() -> str:
     return raw(PLATFORM)
+
+
+def perf_host() -> bool:
+    return raw(PERF_HOST) == "1"
 
 
 def call_wait_ms() -> int:

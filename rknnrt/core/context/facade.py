@@ -161,8 +161,15 @@ class Context:
         return self.model.meta.custom_string
 
     def perf_run(self) -> int:
-        """RKNN_QUERY_PERF_RUN: µs the last finished frame spent on its cores."""
-        return self.frames.last_run_us
+        """RKNN_QUERY_PERF_RUN: the last finished frame's estimated board µs for this platform and
+        core mask (core/perf.py); RKNNRT_PERF_HOST=1 or no board model: the host µs."""
+        host_us = self.frames.last_run_us
+        if host_us == 0 or perf.host_times():
+            return host_us
+        split = device.cores_for(self.frames.core_mask, self.platform.npu_cores)[1]
+        view = perf.board_view(self.model.meta, self.model.graph, self.weights.array,
+                               self.platform, split)  # fmt: skip
+        return view.run_us() or host_us
 
     def perf_detail(self) -> str:
         """RKNN_QUERY_PERF_DETAIL: the per-layer table of the last finished frame (made once

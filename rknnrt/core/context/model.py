@@ -112,6 +112,9 @@ class Model:
                 MODEL_INVALID, f"unknown target platform '{self.meta.target_platform}'"
             ) from None
         self.graph = bytes(sections.graph)
+        self.format_version = sections.version
+        # a vendor .rknn file states the board's own memory figures; rknnrt's are estimates
+        self.from_vendor = sections.version == container.VENDOR_FORMAT_VERSION
         self.weights_section: memoryview | None = sections.weights
         self.inputs = [InputPlan(i, s, self.platform) for i, s in enumerate(self.meta.inputs)]
         self.outputs = [OutputPlan(i, s) for i, s in enumerate(self.meta.outputs)]
@@ -122,7 +125,7 @@ class Model:
             f"RKNN Driver Information, version: {DRIVER_VERSION}"
         )
         log.info(
-            f"RKNN Model Information, version: {container.FORMAT_VERSION}, toolkit version: "
+            f"RKNN Model Information, version: {self.format_version}, toolkit version: "
             f"{self.meta.toolkit_version}, target platform: {self.meta.target_platform}, "
             f"framework name: {self.meta.framework}, framework layout: NCHW"
         )
