@@ -33,6 +33,7 @@ from .errors import (
     TIMEOUT,
     RknnError,
 )  # fmt: skip
+from . import partition  # custom-ops hook (issue 17)
 from .executor import Binding, Program, address_of
 from .io import InputPlan, OutputPlan
 from .memory import Buffer, Memory
@@ -101,6 +102,8 @@ class Model:
         return None
 
     def program(self, weights: np.ndarray, in_place: bool = False) -> Program:
+        if partition.has_custom_ops(self.graph):  # custom-ops hook (issue 17)
+            return partition.SegmentedProgram(self.meta, self.graph, weights)  # type: ignore[return-value]
         return Program(self.meta, self.graph, weights, in_place)
 
 
@@ -195,7 +198,8 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
     def _make_binding(self) -> None:
         assert self.program is not None
         specs = [plan.spec for plan in self.outputs]
-        self._binding = Binding(self.program, self._feed_arrays, specs)
+        binding_type = partition.binding_type(self.program)  # custom-ops hook (issue 17)
+        self._binding = binding_type(self.program, self._feed_arrays, specs)
         self._per_set = {self.shape_set: (self._feed_arrays, self._binding)}
 
     # -- dynamic shapes -----------------------------------------------------------------------
@@ -290,6 +294,9 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
         model = perf.CostModel(self.platform, self._profiler.dtype, split)
         return perf.render(perf.rows(self._profiler, times, model), model, self.core_mask)
 
+    def register_custom_ops(self, ops: list) -> None:  # custom-ops hook (issue 17)
+        partition.register(self._binding, ops)
+
     def placement(self) -> list[tuple[str, str]]:
         """(op type x count, device) of the model's operators. The converter accepts only
         operators the NPU runs, so every one is placed on the NPU and nothing needs the GPU
@@ -297,8 +304,11 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
         graph = onnx.load_model_from_string(self.model.graph).graph
         # QDQ and fp16-rounding nodes are how rknnrt emulates the NPU's storage, not operators
         emulation = {"QuantizeLinear", "DequantizeLinear", "Cast"}
-        counts = Counter(n.op_type for n in graph.node if n.op_type not in emulation)
-        return [(f"{op} x{count}", "NPU") for op, count in sorted(counts.items())]
+        counts = Counter(
+            (n.op_type, partition.place(n)) for n in graph.node  # custom-ops hook (issue 17)
+            if n.op_type not in emulation
+        )
+        return [(f"{op} x{count}", where) for (op, where), count in sorted(counts.items())]
 
     # -- zero-copy ----------------------------------------------------------------------------
 
@@ -682,6 +692,7 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
         self._handed_out.clear()
         self._has_results = False
         self._io.clear()
+        partition.destroy(self._binding)  # custom-ops hook (issue 17): destroy callbacks
         self._binding = None
         # Weight and internal buffers may be shared with duplicates and donees: they are
         # unmapped and their descriptors closed when the last context holding them goes.

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 
 from ..model import container, targets
-from . import lower, onnx_import, passes, quantize
+from . import custom_ops, lower, onnx_import, passes, quantize  # custom_ops: issue 17 hook
 from .errors import ConversionError
 
 TOOLKIT_VERSION = "0.1.0"
@@ -60,6 +60,11 @@ class RKNN:
         self._onnx: onnx.ModelProto | None = None
         self._name = ""
         self._built: bytes | None = None
+        self._custom_ops: dict[str, Any] = {}  # custom-ops hook (issue 17): op_type -> op
+
+    @_reported
+    def reg_custom_op(self, custom_op: Any) -> None:  # custom-ops hook (issue 17)
+        self._custom_ops[custom_ops.check_op(custom_op)] = custom_op
 
     def _info(self, message: str) -> None:
         if self.verbose:
@@ -166,6 +171,8 @@ class RKNN:
         model, shape_sets = self._onnx, None
         if rknn_batch_size not in (None, 1):
             model = onnx_import.set_batch(self._onnx, rknn_batch_size)
+        cut = custom_ops.cut(model, self._custom_ops)  # custom-ops hook (issue 17)
+        model = cut.model if cut is not None else model  # custom-ops hook (issue 17)
         if self._config["dynamic_input"]:
             if platform not in targets.DYNAMIC_SHAPES:
                 raise ConversionError(
@@ -188,6 +195,8 @@ class RKNN:
         float_dtype = self._config["float_dtype"]
         try:
             if do_quantization:
+                if cut is not None:  # custom-ops hook (issue 17): calibrate through compute
+                    dataset = cut.calibration_samples(dataset, configs, quantize.load_dataset)
                 program, io_qparams = self._quantize(prepared, configs, dataset)
                 stored_types = frozenset({onnx.TensorProto.INT8, onnx.TensorProto.FLOAT16})
                 float_dtype = "int8"
@@ -198,6 +207,8 @@ class RKNN:
             raise
         except Exception as exc:  # numpy/onnx errors while rewriting the graph
             raise ConversionError(f"quantisation failed: {exc}") from None
+        if cut is not None:  # custom-ops hook (issue 17): the custom nodes back in place
+            program = custom_ops.stitch(program, cut, io_qparams)
         meta, graph, weights = lower.lower(
             program,
             configs,

@@ -1,0 +1,227 @@
+"""A graph with custom operators run as NPU segments and CPU steps (docs/custom-ops.md).
+
+The model's graph is cut at each custom node: the runs of standard nodes between them become
+NPU segments, each its own onnxruntime session; a custom node is a CPU step that calls the
+registered operator. The tensors that cross between steps live in one arena allocated at
+rknn_init, each at an offset planned from first to last use (64-byte aligned, a guard area
+after each custom output), and every session reads and writes them there through IO binding,
+so a run copies nothing between segments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from ..model.custom_ops import is_custom
+from ..model.meta import ModelMeta, TensorSpec
+from . import custom_ops
+from .errors import MODEL_INVALID, PARAM_INVALID, RknnError
+from .executor import _session_options, address_of
+
+_ALIGN = 64
+
+
+def has_custom_ops(graph: bytes) -> bool:
+    """Whether a model graph needs partitioning (cheap: a byte search, then a parse)."""
+    if b"rknnrt.custom" not in graph:
+        return False
+    return any(is_custom(n) for n in onnx.load_model_from_string(graph).graph.node)
+
+
+@dataclass
+class Step:
+    """One NPU segment (session is set) or one custom node (node is set)."""
+
+    inputs: list[str]
+    outputs: list[str]
+    session: ort.InferenceSession | None = None
+    node: onnx.NodeProto | None = None
+
+
+def _types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    graph = inferred.graph
+    return {vi.name: vi.type for vi in [*graph.input, *graph.value_info, *graph.output]}
+
+
+def _segment(nodes: list[onnx.NodeProto], model: onnx.ModelProto, ins: list[str],
+             outs: list[str], types: dict[str, onnx.TypeProto]) -> onnx.ModelProto:  # fmt: skip
+    used = {i for n in nodes for i in n.input}
+    inits = [t for t in model.graph.initializer if t.name in used]
+    graph = onnx.helper.make_graph(
+        nodes, "segment",
+        [onnx.helper.make_value_info(n, types[n]) for n in ins],
+        [onnx.helper.make_value_info(n, types[n]) for n in outs], inits,
+    )  # fmt: skip
+    opsets = [o for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    return onnx.helper.make_model(graph, opset_imports=opsets, ir_version=model.ir_version)
+
+
+class SegmentedProgram:
+    """The compiled steps of a graph with custom nodes; shared by duplicated contexts."""
+
+    def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray) -> None:
+        model = onnx.load_model_from_string(graph)
+        try:
+            types = _types(model)
+        except Exception as exc:  # onnx raises several types for a bad graph
+            raise RknnError(MODEL_INVALID, f"the model's graph cannot be read: {exc}") from None
+        views = {}
+        for w in meta.weights:
+            dtype = np.dtype(np.bool_) if w.dtype == "bool" else np.dtype(w.dtype)
+            views[w.name] = weights[w.offset : w.offset + w.nbytes].view(dtype).reshape(w.shape)
+        self._keep = weights
+        self.input_names = [t.name for t in meta.inputs]
+        self.output_names = [t.name for t in meta.outputs]
+        self.weight_views: list[tuple[str, np.ndarray]] = []
+        inits = {t.name for t in model.graph.initializer}
+        groups: list[list[onnx.NodeProto]] = []
+        for node in model.graph.node:
+            if is_custom(node) or not groups or is_custom(groups[-1][0]):
+                groups.append([node])
+            else:
+                groups[-1].append(node)
+        needed_later: list[set[str]] = []
+        later = set(self.output_names)
+        for group in reversed(groups):
+            needed_later.append(set(later))
+            later |= {i for n in group for i in n.input}
+        needed_later.reverse()
+        self.steps: list[Step] = []
+        for group, later in zip(groups, needed_later):
+            made = [o for n in group for o in n.output if o]
+            produced = set(made)
+            ins = list(dict.fromkeys(i for n in group for i in n.input
+                                     if i and i not in produced and i not in inits))  # fmt: skip
+            outs = [o for o in made if o in later]
+            missing = [n for n in ins + outs if n not in types]
+            if missing:
+                raise RknnError(MODEL_INVALID, f"the types of {missing} are not in the graph")
+            if is_custom(group[0]):
+                self.steps.append(Step(ins, outs, node=group[0]))
+                continue
+            segment = _segment(group, model, ins, outs, types)
+            options = _session_options()
+            external = [t.name for t in segment.graph.initializer if t.name in views]
+            if external:
+                options.add_external_initializers(
+                    external, [ort.OrtValue.ortvalue_from_numpy(views[n]) for n in external]
+                )
+            try:
+                session = ort.InferenceSession(segment.SerializeToString(), options,
+                                               providers=["CPUExecutionProvider"])  # fmt: skip
+            except Exception as exc:  # onnxruntime raises several types for a bad graph
+                raise RknnError(MODEL_INVALID, f"an NPU segment cannot be loaded: {exc}") from None
+            self.steps.append(Step(ins, outs, session=session))
+        self.types = {n: t.tensor_type.elem_type for n, t in types.items()}
+        self.shapes = {
+            n: [d.dim_value for d in t.tensor_type.shape.dim] for n, t in types.items()
+        }  # fmt: skip
+        self.graph = model.graph
+
+    def placement(self) -> list[tuple[str, str]]:
+        """(node op type, NPU or CPU) of every step's nodes, in graph order."""
+        return [(n.op_type, "CPU" if is_custom(n) else "NPU") for n in self.graph.node]
+
+
+def _dtype(elem: int) -> np.dtype:
+    return np.dtype(np.bool_) if elem == onnx.TensorProto.BOOL else np.dtype(
+        onnx.helper.tensor_dtype_to_np_dtype(elem))  # fmt: skip
+
+
+class SegmentedBinding:
+    """One context's buffers and sessions' IO bindings for a SegmentedProgram; the same
+    interface as executor.Binding (outputs, addresses, replace_output, run)."""
+
+    def __init__(self, program: SegmentedProgram, inputs: list[np.ndarray],
+                 outputs: list[TensorSpec]) -> None:  # fmt: skip
+        self._program = program
+        self.buffers: dict[str, np.ndarray] = dict(zip(program.input_names, inputs))
+        custom_outputs = {o for s in program.steps if s.node is not None for o in s.outputs}
+        for step in program.steps:
+            for name in step.outputs:
+                if name in self.buffers or name in program.output_names:
+                    continue
+                dtype, shape = _dtype(program.types[name]), program.shapes[name]
+                if name in custom_outputs:
+                    self.buffers[name] = custom_ops.guarded_empty(shape, dtype)
+                else:
+                    self.buffers[name] = np.empty(shape, dtype)
+        self.outputs: list[np.ndarray] = []
+        self.addresses: list[int] = []
+        for spec in outputs:
+            dtype = np.dtype(np.bool_) if spec.dtype == "bool" else np.dtype(spec.dtype)
+            self.outputs.append(custom_ops.guarded_empty(spec.shape, dtype))
+            self.addresses.append(address_of(self.outputs[-1]))
+            self.buffers[spec.name] = self.outputs[-1]
+        self.custom = custom_ops.ContextOps.of_graph(program.graph, program.types)
+        self._bindings: list[tuple[Step, ort.IOBinding | None]] = []
+        for step in program.steps:
+            io = step.session.io_binding() if step.session is not None else None
+            self._bindings.append((step, io))
+        self._bind_all()
+        self.nodes = {id(s.node): n for s, n in zip(
+            [s for s in program.steps if s.node is not None], self.custom.nodes)}  # fmt: skip
+
+    def _bind_all(self) -> None:
+        for step, io in self._bindings:
+            if io is None:
+                continue
+            for name in step.inputs:
+                a = self.buffers[name]
+                io.bind_input(name, "cpu", 0, a.dtype, a.shape, address_of(a))
+            for name in step.outputs:
+                a = self.buffers[name]
+                io.bind_output(name, "cpu", 0, a.dtype, a.shape, address_of(a))
+
+    def replace_output(self, index: int) -> None:
+        """Give output `index` a new buffer (the old one now belongs to whoever holds it)."""
+        old = self.outputs[index]
+        array = custom_ops.guarded_empty(list(old.shape), old.dtype)
+        name = self._program.output_names[index]
+        self.outputs[index], self.addresses[index] = array, address_of(array)
+        self.buffers[name] = array
+        self._bind_all()
+
+    def run(self) -> None:
+        self.custom.started = True
+        for step, io in self._bindings:
+            if io is not None:
+                step.session.run_with_iobinding(io)  # type: ignore[union-attr]
+            else:
+                self.custom.run_node(self.nodes[id(step.node)], self.buffers)
+
+    def register(self, ops: list[custom_ops.OpCallbacks]) -> None:
+        self.custom.register(ops, self.buffers)
+
+    def destroy(self) -> None:
+        self.custom.destroy()
+
+
+def register(binding: object, ops: list[custom_ops.OpCallbacks]) -> None:
+    """rknn_register_custom_ops on a context whose binding is `binding`."""
+    if not isinstance(binding, SegmentedBinding):
+        raise RknnError(PARAM_INVALID, "this model has no custom ops (nothing to register)" if binding
+                        is not None else "the context has no weights loaded")  # fmt: skip
+    binding.register(ops)
+
+
+def destroy(binding: object) -> None:
+    if isinstance(binding, SegmentedBinding):
+        binding.destroy()
+
+
+def binding_type(program: object) -> type:
+    """The binding class for a program (executor.Binding, or SegmentedBinding)."""
+    from .executor import Binding
+
+    return SegmentedBinding if isinstance(program, SegmentedProgram) else Binding
+
+
+def place(node: onnx.NodeProto) -> str:
+    """Where a node of a model graph runs: custom ops on the CPU, everything else on the NPU."""
+    return "CPU" if is_custom(node) else "NPU"
