@@ -185,7 +185,10 @@ def stitch(program: onnx.ModelProto, cut_model: CutModel,
            io_qparams: dict[str, tuple[float, int]] | None) -> onnx.ModelProto:  # fmt: skip
     """The converted cut model with its custom nodes back in place, value_info complete."""
     qparams = io_qparams or {}
-    out = onnx.shape_inference.infer_shapes(program, strict_mode=False)
+    clean = onnx.ModelProto()
+    clean.CopyFrom(program)
+    del clean.graph.value_info[:]  # the passes' types predate fp16 / int8 rewriting
+    out = onnx.shape_inference.infer_shapes(clean, strict_mode=False)
     graph = out.graph
     every = [*graph.input, *graph.value_info, *graph.output]
     elems = {vi.name: vi.type.tensor_type.elem_type for vi in every}
@@ -227,6 +230,8 @@ def stitch(program: onnx.ModelProto, cut_model: CutModel,
     kept_in = [vi for vi in graph.input if vi.name not in extra_in]
     kept_out = [vi for vi in graph.output if vi.name not in cut_model.extra_outputs
                 or vi.name in cut_model.original_outputs]  # fmt: skip
+    graph.value_info.extend(vi for vi in [*graph.input, *graph.output]
+                            if vi not in kept_in and vi not in kept_out)  # fmt: skip
     del graph.input[:]
     graph.input.extend(kept_in)
     del graph.output[:]
