@@ -102,8 +102,9 @@ class Model:
         return None
 
     def program(self, weights: np.ndarray, in_place: bool = False) -> Program:
-        if partition.has_custom_ops(self.graph):  # custom-ops hook (issue 17)
-            return partition.SegmentedProgram(self.meta, self.graph, weights)  # type: ignore[return-value]
+        if partition.needs_partition(self.graph, self.platform.name):  # custom-ops hook (17)
+            return partition.SegmentedProgram(  # type: ignore[return-value]
+                self.meta, self.graph, weights, self.platform.name)
         return Program(self.meta, self.graph, weights, in_place)
 
 
@@ -305,7 +306,7 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
         # QDQ and fp16-rounding nodes are how rknnrt emulates the NPU's storage, not operators
         emulation = {"QuantizeLinear", "DequantizeLinear", "Cast"}
         counts = Counter(
-            (n.op_type, partition.place(n)) for n in graph.node  # custom-ops hook (issue 17)
+            (n.op_type, partition.place(n, self.platform.name)) for n in graph.node  # custom-ops hook (issue 17)
             if n.op_type not in emulation
         )
         return [(f"{op} x{count}", where) for (op, where), count in sorted(counts.items())]

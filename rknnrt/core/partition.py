@@ -18,6 +18,7 @@ import onnxruntime as ort
 
 from ..model.custom_ops import is_custom
 from ..model.meta import ModelMeta, TensorSpec
+from ..model.op_placement import CPU_OPS, device_for
 from . import custom_ops
 from .errors import MODEL_INVALID, PARAM_INVALID, RknnError
 from .executor import _session_options, address_of
@@ -25,19 +26,22 @@ from .executor import _session_options, address_of
 _ALIGN = 64
 
 
-def has_custom_ops(graph: bytes) -> bool:
-    """Whether a model graph needs partitioning (cheap: a byte search, then a parse)."""
-    if b"rknnrt.custom" not in graph:
-        return False
-    return any(is_custom(n) for n in onnx.load_model_from_string(graph).graph.node)
+def needs_partition(graph: bytes, platform: str) -> bool:
+    """Whether a model graph has custom ops or ops the platform runs on the CPU."""
+    cpu_ops = CPU_OPS.get(platform, frozenset())
+    if b"rknnrt.custom" not in graph and not any(op.encode() in graph for op in cpu_ops):
+        return False  # cheap: a byte search before a parse
+    nodes = onnx.load_model_from_string(graph).graph.node
+    return any(device_for(n, platform) == "CPU" for n in nodes)
 
 
 @dataclass
 class Step:
-    """One NPU segment (session is set) or one custom node (node is set)."""
+    """One NPU or CPU segment (session is set) or one custom node (node is set)."""
 
     inputs: list[str]
     outputs: list[str]
+    device: str
     session: ort.InferenceSession | None = None
     node: onnx.NodeProto | None = None
 
@@ -64,7 +68,7 @@ def _segment(nodes: list[onnx.NodeProto], model: onnx.ModelProto, ins: list[str]
 class SegmentedProgram:
     """The compiled steps of a graph with custom nodes; shared by duplicated contexts."""
 
-    def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray) -> None:
+    def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray, platform: str) -> None:
         model = onnx.load_model_from_string(graph)
         try:
             types = _types(model)
@@ -81,7 +85,9 @@ class SegmentedProgram:
         inits = {t.name for t in model.graph.initializer}
         groups: list[list[onnx.NodeProto]] = []
         for node in model.graph.node:
-            if is_custom(node) or not groups or is_custom(groups[-1][0]):
+            device = device_for(node, platform)
+            if (is_custom(node) or not groups or is_custom(groups[-1][0])
+                    or device != device_for(groups[-1][0], platform)):  # fmt: skip
                 groups.append([node])
             else:
                 groups[-1].append(node)
@@ -102,7 +108,7 @@ class SegmentedProgram:
             if missing:
                 raise RknnError(MODEL_INVALID, f"the types of {missing} are not in the graph")
             if is_custom(group[0]):
-                self.steps.append(Step(ins, outs, node=group[0]))
+                self.steps.append(Step(ins, outs, "CPU", node=group[0]))
                 continue
             segment = _segment(group, model, ins, outs, types)
             options = _session_options()
@@ -115,17 +121,13 @@ class SegmentedProgram:
                 session = ort.InferenceSession(segment.SerializeToString(), options,
                                                providers=["CPUExecutionProvider"])  # fmt: skip
             except Exception as exc:  # onnxruntime raises several types for a bad graph
-                raise RknnError(MODEL_INVALID, f"an NPU segment cannot be loaded: {exc}") from None
-            self.steps.append(Step(ins, outs, session=session))
+                raise RknnError(MODEL_INVALID, f"a graph segment cannot be loaded: {exc}") from None
+            self.steps.append(Step(ins, outs, device_for(group[0], platform), session=session))
         self.types = {n: t.tensor_type.elem_type for n, t in types.items()}
         self.shapes = {
             n: [d.dim_value for d in t.tensor_type.shape.dim] for n, t in types.items()
         }  # fmt: skip
         self.graph = model.graph
-
-    def placement(self) -> list[tuple[str, str]]:
-        """(node op type, NPU or CPU) of every step's nodes, in graph order."""
-        return [(n.op_type, "CPU" if is_custom(n) else "NPU") for n in self.graph.node]
 
 
 def _dtype(elem: int) -> np.dtype:
@@ -222,6 +224,6 @@ def binding_type(program: object) -> type:
     return SegmentedBinding if isinstance(program, SegmentedProgram) else Binding
 
 
-def place(node: onnx.NodeProto) -> str:
-    """Where a node of a model graph runs: custom ops on the CPU, everything else on the NPU."""
-    return "CPU" if is_custom(node) else "NPU"
+def place(node: onnx.NodeProto, platform: str) -> str:
+    """Where a node of a model graph runs (model/op_placement.py)."""
+    return device_for(node, platform)

@@ -105,7 +105,7 @@ def sigmoid_compute(op_ctx, ins, n_in, outs, n_out) -> int:  # type: ignore[no-u
     return 0
 
 
-def run(ctx: rk.rknn_context, x: np.ndarray, n_out_elems: int = 4 * 64) -> tuple[int, np.ndarray]:
+def run(ctx: rk.rknn_context, x: np.ndarray) -> tuple[int, np.ndarray]:
     """inputs_set (float32 NCHW), run, outputs_get (float); (run status, output)."""
     inp = rk.rknn_input(index=0, buf=x.ctypes.data, size=x.nbytes, pass_through=0,
                         type=rk.RKNN_TENSOR_FLOAT32, fmt=rk.RKNN_TENSOR_NCHW)  # fmt: skip
@@ -118,7 +118,7 @@ def run(ctx: rk.rknn_context, x: np.ndarray, n_out_elems: int = 4 * 64) -> tuple
     y = np.ctypeslib.as_array(ctypes.cast(out.buf, ctypes.POINTER(ctypes.c_float)), (out.size // 4,))
     y = y.copy()
     assert rk.rknn_outputs_release(ctx, 1, ctypes.byref(out)) == 0
-    return status, y.reshape(1, 4, 8, 8) if y.size == n_out_elems else y
+    return status, y.reshape(1, 4, 8, 8) if y.size == 4 * 64 else y
 
 
 @pytest.fixture
