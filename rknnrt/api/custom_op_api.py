@@ -22,20 +22,24 @@ from .marshal import array_at, c_api, context_handle, struct_at
 from .structs import (
     rknn_custom_op,
     rknn_custom_op_attr,
-    rknn_custom_op_callback,
     rknn_custom_op_context,
-    rknn_custom_op_destroy_callback,
     rknn_custom_op_tensor,
-)  # fmt: skip
+)
 
 __all__ = ["rknn_register_custom_ops", "rknn_custom_op_get_op_attr"]
 
 _TYPES = {
-    "float32": c.RKNN_TENSOR_FLOAT32, "float16": c.RKNN_TENSOR_FLOAT16, "int8": c.RKNN_TENSOR_INT8,
-    "uint8": c.RKNN_TENSOR_UINT8, "int16": c.RKNN_TENSOR_INT16, "uint16": c.RKNN_TENSOR_UINT16,
-    "int32": c.RKNN_TENSOR_INT32, "uint32": c.RKNN_TENSOR_UINT32, "int64": c.RKNN_TENSOR_INT64,
+    "float32": c.RKNN_TENSOR_FLOAT32,
+    "float16": c.RKNN_TENSOR_FLOAT16,
+    "int8": c.RKNN_TENSOR_INT8,
+    "uint8": c.RKNN_TENSOR_UINT8,
+    "int16": c.RKNN_TENSOR_INT16,
+    "uint16": c.RKNN_TENSOR_UINT16,
+    "int32": c.RKNN_TENSOR_INT32,
+    "uint32": c.RKNN_TENSOR_UINT32,
+    "int64": c.RKNN_TENSOR_INT64,
     "bool": c.RKNN_TENSOR_BOOL,
-}  # fmt: skip
+}
 
 
 def _tensors(arrays: list[np.ndarray], names: list[str]) -> ctypes.Array:
@@ -68,8 +72,9 @@ class _NodeState:
         self.ins: ctypes.Array = (rknn_custom_op_tensor * 0)()
         self.outs: ctypes.Array = (rknn_custom_op_tensor * 0)()
 
-    def tensors(self, node: custom_ops.NodeInstance, ins: list[np.ndarray],
-                outs: list[np.ndarray]) -> tuple[ctypes.Array, ctypes.Array]:  # fmt: skip
+    def tensors(
+        self, node: custom_ops.NodeInstance, ins: list[np.ndarray], outs: list[np.ndarray]
+    ) -> tuple[ctypes.Array, ctypes.Array]:
         key = tuple(a.__array_interface__["data"][0] for a in (*ins, *outs))
         if key != self.key:
             self.ins, self.outs = _tensors(ins, node.inputs), _tensors(outs, node.outputs)
@@ -99,8 +104,13 @@ class StructOp:
             node.state = _NodeState(node, self._ctx_target)
         return node.state
 
-    def _call(self, function: Any, node: custom_ops.NodeInstance, ins: list[np.ndarray],
-              outs: list[np.ndarray]) -> int:  # fmt: skip
+    def _call(
+        self,
+        function: Any,
+        node: custom_ops.NodeInstance,
+        ins: list[np.ndarray],
+        outs: list[np.ndarray],
+    ) -> int:
         if function is None:
             return 0
         state = self._state(node)

@@ -20,7 +20,16 @@ import onnx
 
 from ..model import container
 from ..model.meta import ModelMeta
-from . import attrs, device, jobs, log, perf, platforms, sram
+from . import (
+    attrs,
+    device,
+    jobs,
+    log,
+    partition,  # custom-ops hook (issue 17)
+    perf,
+    platforms,
+    sram,
+)
 from .context_memory import MemorySetup
 from .dynamic_shapes import DynamicShapes
 from .errors import (
@@ -33,7 +42,6 @@ from .errors import (
     TIMEOUT,
     RknnError,
 )  # fmt: skip
-from . import partition  # custom-ops hook (issue 17)
 from .executor import Binding, Program, address_of
 from .io import InputPlan, OutputPlan
 from .memory import Buffer, Memory
@@ -104,7 +112,8 @@ class Model:
     def program(self, weights: np.ndarray, in_place: bool = False) -> Program:
         if partition.needs_partition(self.graph, self.platform.name):  # custom-ops hook (17)
             return partition.SegmentedProgram(  # type: ignore[return-value]
-                self.meta, self.graph, weights, self.platform.name)
+                self.meta, self.graph, weights, self.platform.name
+            )
         return Program(self.meta, self.graph, weights, in_place)
 
 
@@ -305,9 +314,9 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
         graph = onnx.load_model_from_string(self.model.graph).graph
         # QDQ and fp16-rounding nodes are how rknnrt emulates the NPU's storage, not operators
         emulation = {"QuantizeLinear", "DequantizeLinear", "Cast"}
+        where = self.platform.name  # custom-ops hook (issue 17): per-node placement
         counts = Counter(
-            (n.op_type, partition.place(n, self.platform.name)) for n in graph.node  # custom-ops hook (issue 17)
-            if n.op_type not in emulation
+            (n.op_type, partition.place(n, where)) for n in graph.node if n.op_type not in emulation
         )
         return [(f"{op} x{count}", where) for (op, where), count in sorted(counts.items())]
 

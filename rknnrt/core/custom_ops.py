@@ -52,10 +52,8 @@ class OpCallbacks(Protocol):
     has_compute_native: bool
 
     def init(self, node: NodeInstance, ins: list[np.ndarray], outs: list[np.ndarray]) -> int: ...
-    def prepare(self, node: NodeInstance, ins: list[np.ndarray],
-                outs: list[np.ndarray]) -> int: ...  # fmt: skip
-    def compute(self, node: NodeInstance, ins: list[np.ndarray],
-                outs: list[np.ndarray]) -> int: ...  # fmt: skip
+    def prepare(self, node: NodeInstance, ins: list[np.ndarray], outs: list[np.ndarray]) -> int: ...
+    def compute(self, node: NodeInstance, ins: list[np.ndarray], outs: list[np.ndarray]) -> int: ...
     def destroy(self, node: NodeInstance) -> int: ...
 
 
@@ -104,13 +102,15 @@ class BuiltinOp:
             if key in schema.attributes and key != "name":
                 proto.attribute.append(onnx.helper.make_attribute(key, value.tolist()))
         graph = onnx.helper.make_graph(
-            [proto], "builtin",
+            [proto],
+            "builtin",
             [onnx.helper.make_tensor_value_info(n, types[n], None) for n in node.inputs],
             [onnx.helper.make_tensor_value_info(n, types[n], None) for n in node.outputs],
-        )  # fmt: skip
+        )
         model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
-        self.session = ort.InferenceSession(model.SerializeToString(),
-                                            providers=["CPUExecutionProvider"])  # fmt: skip
+        self.session = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
         self.inputs, self.outputs = node.inputs, node.outputs
 
     def run(self, ins: list[np.ndarray], outs: list[np.ndarray]) -> None:
@@ -138,22 +138,30 @@ class ContextOps:
     @classmethod
     def of_graph(cls, graph: onnx.GraphProto, types: dict[str, int]) -> ContextOps:
         nodes = [
-            NodeInstance(n.name or f"{n.op_type}_{i}", n.op_type, list(n.input), list(n.output),
-                         node_attrs(n))  # fmt: skip
-            for i, n in enumerate(graph.node) if is_custom(n)
+            NodeInstance(
+                n.name or f"{n.op_type}_{i}",
+                n.op_type,
+                list(n.input),
+                list(n.output),
+                node_attrs(n),
+            )
+            for i, n in enumerate(graph.node)
+            if is_custom(n)
         ]
         return cls(nodes, types)
 
     def op_types(self) -> set[str]:
         return {n.op_type for n in self.nodes}
 
-    def register(self, ops: list[OpCallbacks],
-                 buffers: dict[str, np.ndarray]) -> None:  # fmt: skip
+    def register(self, ops: list[OpCallbacks], buffers: dict[str, np.ndarray]) -> None:
         """rknn_register_custom_ops: all of the model's op types in one call, then init."""
         wanted = self.op_types()
         if self.ops:
-            raise RknnError(PARAM_INVALID, "custom ops are already registered on this context "
-                            "(register all of the model's custom ops in one call)")  # fmt: skip
+            raise RknnError(
+                PARAM_INVALID,
+                "custom ops are already registered on this context "
+                "(register all of the model's custom ops in one call)",
+            )
         if self.started:
             raise RknnError(FAIL, "register custom ops after rknn_init and before rknn_run")
         given: dict[str, OpCallbacks] = {}
@@ -162,23 +170,36 @@ class ContextOps:
                 raise RknnError(PARAM_INVALID, f"op_type '{op.op_type}' is given twice")
             if op.op_type not in wanted:
                 have = ", ".join(sorted(wanted)) or "none"
-                raise RknnError(PARAM_INVALID, f"op_type '{op.op_type}' is not a custom op of "
-                                f"this model (its custom ops: {have})")  # fmt: skip
+                raise RknnError(
+                    PARAM_INVALID,
+                    f"op_type '{op.op_type}' is not a custom op of "
+                    f"this model (its custom ops: {have})",
+                )
             if not op.has_compute or op.has_compute_native:
-                raise RknnError(PARAM_INVALID, f"op_type '{op.op_type}': compute is required "
-                                "and compute_native must be NULL")  # fmt: skip
+                raise RknnError(
+                    PARAM_INVALID,
+                    f"op_type '{op.op_type}': compute is required and compute_native must be NULL",
+                )
             if op.target not in (TARGET_CPU, TARGET_GPU):
-                raise RknnError(PARAM_INVALID, f"op_type '{op.op_type}': target {op.target} "
-                                "is neither RKNN_TARGET_TYPE_CPU (1) nor _GPU (2)")  # fmt: skip
+                raise RknnError(
+                    PARAM_INVALID,
+                    f"op_type '{op.op_type}': target {op.target} "
+                    "is neither RKNN_TARGET_TYPE_CPU (1) nor _GPU (2)",
+                )
             given[op.op_type] = op
         missing = wanted - set(given)
         if missing:
-            raise RknnError(PARAM_INVALID, "the model's custom ops must all be registered in one "
-                            f"call; missing: {', '.join(sorted(missing))}")  # fmt: skip
+            raise RknnError(
+                PARAM_INVALID,
+                "the model's custom ops must all be registered in one "
+                f"call; missing: {', '.join(sorted(missing))}",
+            )
         for op in given.values():
             if op.target == TARGET_GPU:
-                log.warning(f"custom op {op.op_type}: no GPU (OpenCL) device in rknnrt; its "
-                            "callbacks run on the CPU target")  # fmt: skip
+                log.warning(
+                    f"custom op {op.op_type}: no GPU (OpenCL) device in rknnrt; its "
+                    "callbacks run on the CPU target"
+                )
         done: list[NodeInstance] = []
         try:
             for node in self.nodes:
@@ -191,8 +212,10 @@ class ContextOps:
                 if status == SKIP_COMPUTE:
                     node.builtin = BuiltinOp(node, self.types)
                 elif status != 0:
-                    raise RknnError(FAIL, f"custom op {node.op_type} at node '{node.name}': "
-                                    f"init returned {status}")  # fmt: skip
+                    raise RknnError(
+                        FAIL,
+                        f"custom op {node.op_type} at node '{node.name}': init returned {status}",
+                    )
         except BaseException:
             for node in done:  # the context stays as it was before the call
                 _forget(node)
@@ -207,19 +230,28 @@ class ContextOps:
             return
         op = self.ops.get(node.op_type)
         if op is None:
-            raise RknnError(FAIL, f"custom op {node.op_type} at node '{node.name}' is not "
-                            "registered: call rknn_register_custom_ops before rknn_run")  # fmt: skip
+            raise RknnError(
+                FAIL,
+                f"custom op {node.op_type} at node '{node.name}' is not "
+                "registered: call rknn_register_custom_ops before rknn_run",
+            )
         status = guarded(op.prepare, node, ins, outs)
         if status == 0:
             status = guarded(op.compute, node, ins, outs)
         if status != 0:
-            raise RknnError(FAIL, f"custom op {node.op_type} at node '{node.name}' returned "
-                            f"{status}; the outputs of this run are not valid")  # fmt: skip
+            raise RknnError(
+                FAIL,
+                f"custom op {node.op_type} at node '{node.name}' returned "
+                f"{status}; the outputs of this run are not valid",
+            )
         for name, out in zip(node.outputs, outs):
             if not guard_intact(out):
                 restore_guard(out)
-                raise RknnError(FAIL, f"custom op {node.op_type} at node '{node.name}' wrote "
-                                f"past the end of output '{name}' ({out.nbytes} bytes)")  # fmt: skip
+                raise RknnError(
+                    FAIL,
+                    f"custom op {node.op_type} at node '{node.name}' wrote "
+                    f"past the end of output '{name}' ({out.nbytes} bytes)",
+                )
 
     def destroy(self) -> None:
         """destroy once per node (rknn_destroy); errors are logged, never raised."""
@@ -228,8 +260,9 @@ class ContextOps:
             if op is not None and node.internal_id:
                 status = guarded(op.destroy, node)
                 if status != 0:
-                    log.warning(f"custom op {node.op_type} at node '{node.name}': destroy "
-                                f"returned {status}")  # fmt: skip
+                    log.warning(
+                        f"custom op {node.op_type} at node '{node.name}': destroy returned {status}"
+                    )
             _forget(node)
         self.ops = {}
 

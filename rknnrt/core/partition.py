@@ -52,15 +52,22 @@ def _types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
     return {vi.name: vi.type for vi in [*graph.input, *graph.value_info, *graph.output]}
 
 
-def _segment(nodes: list[onnx.NodeProto], model: onnx.ModelProto, ins: list[str],
-             outs: list[str], types: dict[str, onnx.TypeProto]) -> onnx.ModelProto:  # fmt: skip
+def _segment(
+    nodes: list[onnx.NodeProto],
+    model: onnx.ModelProto,
+    ins: list[str],
+    outs: list[str],
+    types: dict[str, onnx.TypeProto],
+) -> onnx.ModelProto:
     used = {i for n in nodes for i in n.input}
     inits = [t for t in model.graph.initializer if t.name in used]
     graph = onnx.helper.make_graph(
-        nodes, "segment",
+        nodes,
+        "segment",
         [onnx.helper.make_value_info(n, types[n]) for n in ins],
-        [onnx.helper.make_value_info(n, types[n]) for n in outs], inits,
-    )  # fmt: skip
+        [onnx.helper.make_value_info(n, types[n]) for n in outs],
+        inits,
+    )
     opsets = [o for o in model.opset_import if o.domain in ("", "ai.onnx")]
     return onnx.helper.make_model(graph, opset_imports=opsets, ir_version=model.ir_version)
 
@@ -86,8 +93,12 @@ class SegmentedProgram:
         groups: list[list[onnx.NodeProto]] = []
         for node in model.graph.node:
             device = device_for(node, platform)
-            if (is_custom(node) or not groups or is_custom(groups[-1][0])
-                    or device != device_for(groups[-1][0], platform)):  # fmt: skip
+            if (
+                is_custom(node)
+                or not groups
+                or is_custom(groups[-1][0])
+                or device != device_for(groups[-1][0], platform)
+            ):
                 groups.append([node])
             else:
                 groups[-1].append(node)
@@ -101,8 +112,11 @@ class SegmentedProgram:
         for group, later in zip(groups, needed_later):
             made = [o for n in group for o in n.output if o]
             produced = set(made)
-            ins = list(dict.fromkeys(i for n in group for i in n.input
-                                     if i and i not in produced and i not in inits))  # fmt: skip
+            ins = list(
+                dict.fromkeys(
+                    i for n in group for i in n.input if i and i not in produced and i not in inits
+                )
+            )
             outs = [o for o in made if o in later]
             missing = [n for n in ins + outs if n not in types]
             if missing:
@@ -118,29 +132,32 @@ class SegmentedProgram:
                     external, [ort.OrtValue.ortvalue_from_numpy(views[n]) for n in external]
                 )
             try:
-                session = ort.InferenceSession(segment.SerializeToString(), options,
-                                               providers=["CPUExecutionProvider"])  # fmt: skip
+                session = ort.InferenceSession(
+                    segment.SerializeToString(), options, providers=["CPUExecutionProvider"]
+                )
             except Exception as exc:  # onnxruntime raises several types for a bad graph
                 raise RknnError(MODEL_INVALID, f"a graph segment cannot be loaded: {exc}") from None
             self.steps.append(Step(ins, outs, device_for(group[0], platform), session=session))
         self.types = {n: t.tensor_type.elem_type for n, t in types.items()}
-        self.shapes = {
-            n: [d.dim_value for d in t.tensor_type.shape.dim] for n, t in types.items()
-        }  # fmt: skip
+        self.shapes = {n: [d.dim_value for d in t.tensor_type.shape.dim] for n, t in types.items()}
         self.graph = model.graph
 
 
 def _dtype(elem: int) -> np.dtype:
-    return np.dtype(np.bool_) if elem == onnx.TensorProto.BOOL else np.dtype(
-        onnx.helper.tensor_dtype_to_np_dtype(elem))  # fmt: skip
+    return (
+        np.dtype(np.bool_)
+        if elem == onnx.TensorProto.BOOL
+        else np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem))
+    )
 
 
 class SegmentedBinding:
     """One context's buffers and sessions' IO bindings for a SegmentedProgram; the same
     interface as executor.Binding (outputs, addresses, replace_output, run)."""
 
-    def __init__(self, program: SegmentedProgram, inputs: list[np.ndarray],
-                 outputs: list[TensorSpec]) -> None:  # fmt: skip
+    def __init__(
+        self, program: SegmentedProgram, inputs: list[np.ndarray], outputs: list[TensorSpec]
+    ) -> None:
         self._program = program
         self.buffers: dict[str, np.ndarray] = dict(zip(program.input_names, inputs))
         custom_outputs = {o for s in program.steps if s.node is not None for o in s.outputs}
@@ -166,8 +183,10 @@ class SegmentedBinding:
             io = step.session.io_binding() if step.session is not None else None
             self._bindings.append((step, io))
         self._bind_all()
-        self.nodes = {id(s.node): n for s, n in zip(
-            [s for s in program.steps if s.node is not None], self.custom.nodes)}  # fmt: skip
+        self.nodes = {
+            id(s.node): n
+            for s, n in zip([s for s in program.steps if s.node is not None], self.custom.nodes)
+        }
 
     def _bind_all(self) -> None:
         for step, io in self._bindings:
@@ -207,8 +226,12 @@ class SegmentedBinding:
 def register(binding: object, ops: list[custom_ops.OpCallbacks]) -> None:
     """rknn_register_custom_ops on a context whose binding is `binding`."""
     if not isinstance(binding, SegmentedBinding):
-        raise RknnError(PARAM_INVALID, "this model has no custom ops (nothing to register)" if binding
-                        is not None else "the context has no weights loaded")  # fmt: skip
+        raise RknnError(
+            PARAM_INVALID,
+            "this model has no custom ops (nothing to register)"
+            if binding is not None
+            else "the context has no weights loaded",
+        )
     binding.register(ops)
 
 

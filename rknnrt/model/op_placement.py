@@ -17,7 +17,7 @@ _MINI_RUNTIME_CPU_OPS = frozenset(
         # for an ArgMax model, i.e. it places ArgMax on the CPU (RK3588's NPU runs it).
         "ArgMax",
     }
-)  # fmt: skip
+)
 CPU_OPS: dict[str, frozenset[str]] = {
     name: _MINI_RUNTIME_CPU_OPS for name in ("rv1103", "rv1106", "rv1103b", "rv1106b")
 }

@@ -52,8 +52,10 @@ def check_op(op: Any) -> str:
         if not callable(getattr(op, method, None)):
             raise ConversionError(f"reg_custom_op: {op_type} needs a {method} method")
     if onnx.defs.has(op_type):
-        raise ConversionError(f"reg_custom_op: {op_type} is a standard ONNX op; custom op types "
-                              "must differ from them (the vendor recommends a 'cst' prefix)")  # fmt: skip
+        raise ConversionError(
+            f"reg_custom_op: {op_type} is a standard ONNX op; custom op types "
+            "must differ from them (the vendor recommends a 'cst' prefix)"
+        )
     return op_type
 
 
@@ -83,14 +85,16 @@ class CutModel:
     extra_inputs: list[str] = field(default_factory=list)
     extra_outputs: list[str] = field(default_factory=list)
 
-    def calibration_samples(self, dataset: str | Iterable, configs: dict[str, Any],
-                            load: Any) -> list[list[np.ndarray]]:  # fmt: skip
+    def calibration_samples(
+        self, dataset: str | Iterable, configs: dict[str, Any], load: Any
+    ) -> list[list[np.ndarray]]:
         """Samples for the cut model: each dataset sample plus the custom outputs that
         `compute` gives for it (on the mean/std-normalised inputs, as the runtime feeds them)."""
         graph_inputs = [vi for vi in self.model.graph.input if vi.name in self.original_inputs]
         samples = load(dataset, graph_inputs)
-        session = ort.InferenceSession(self.model.SerializeToString(),
-                                       providers=["CPUExecutionProvider"])  # fmt: skip
+        session = ort.InferenceSession(
+            self.model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
         shapes = {vi.name: vi.type.tensor_type for vi in self.model.graph.input}
         out: list[list[np.ndarray]] = []
         for sample in samples:
@@ -106,8 +110,9 @@ class CutModel:
                 feed[vi.name] = x
             for name in self.extra_inputs:
                 t = shapes[name]
-                feed[name] = np.zeros([d.dim_value for d in t.shape.dim],
-                                      helper.tensor_dtype_to_np_dtype(t.elem_type))  # fmt: skip
+                feed[name] = np.zeros(
+                    [d.dim_value for d in t.shape.dim], helper.tensor_dtype_to_np_dtype(t.elem_type)
+                )
             for node in self.nodes:  # in graph order: each node's inputs are final when read
                 wanted = [i for i in node.input if i not in feed]
                 values = dict(zip(wanted, session.run(wanted, feed))) if wanted else {}
@@ -138,19 +143,26 @@ def cut(model: onnx.ModelProto, ops: dict[str, Any]) -> CutModel | None:
         try:
             in_types = [types[i] for i in node.input]
         except KeyError as exc:
-            raise ConversionError(f"custom op {node.op_type} at node '{node.name}': the type of "
-                                  f"input {exc} is unknown") from None  # fmt: skip
+            raise ConversionError(
+                f"custom op {node.op_type} at node '{node.name}': the type of "
+                f"input {exc} is unknown"
+            ) from None
         shapes = [[d.dim_value for d in t.tensor_type.shape.dim] for t in in_types]
-        dtypes = [np.dtype(helper.tensor_dtype_to_np_dtype(t.tensor_type.elem_type))
-                  for t in in_types]  # fmt: skip
+        dtypes = [
+            np.dtype(helper.tensor_dtype_to_np_dtype(t.tensor_type.elem_type)) for t in in_types
+        ]
         try:
             out_shapes, out_dtypes = ops[node.op_type].shape_infer(node, shapes, dtypes)
         except Exception as exc:  # the user's code
-            raise ConversionError(f"custom op {node.op_type} at node '{node.name}': shape_infer "
-                                  f"raised {type(exc).__name__}: {exc}") from None  # fmt: skip
+            raise ConversionError(
+                f"custom op {node.op_type} at node '{node.name}': shape_infer "
+                f"raised {type(exc).__name__}: {exc}"
+            ) from None
         if len(out_shapes) != len(node.output) or len(out_dtypes) != len(node.output):
-            raise ConversionError(f"custom op {node.op_type} at node '{node.name}': shape_infer "
-                                  f"gave {len(out_shapes)} shapes for {len(node.output)} outputs")  # fmt: skip
+            raise ConversionError(
+                f"custom op {node.op_type} at node '{node.name}': shape_infer "
+                f"gave {len(out_shapes)} shapes for {len(node.output)} outputs"
+            )
         for name in node.input:
             if name not in outputs and name not in result_cut.extra_outputs:
                 graph.output.append(helper.make_value_info(name, types[name]))
@@ -169,11 +181,17 @@ def _to_float(name: str, elem: int, qparams: dict, inits: list, nodes: list) -> 
     """The float32 view of a stored tensor for a custom op's input."""
     if elem == TensorProto.INT8 and name in qparams:
         scale, zp = qparams[name]
-        inits += [numpy_helper.from_array(np.array(scale, np.float32), f"{name}__cst__scale"),
-                  numpy_helper.from_array(np.array(zp, np.int8), f"{name}__cst__zp")]  # fmt: skip
-        nodes.append(helper.make_node("DequantizeLinear",
-                                      [name, f"{name}__cst__scale", f"{name}__cst__zp"],
-                                      [f"{name}__cst_f"]))  # fmt: skip
+        inits += [
+            numpy_helper.from_array(np.array(scale, np.float32), f"{name}__cst__scale"),
+            numpy_helper.from_array(np.array(zp, np.int8), f"{name}__cst__zp"),
+        ]
+        nodes.append(
+            helper.make_node(
+                "DequantizeLinear",
+                [name, f"{name}__cst__scale", f"{name}__cst__zp"],
+                [f"{name}__cst_f"],
+            )
+        )
         return f"{name}__cst_f"
     if elem == TensorProto.FLOAT16:
         nodes.append(helper.make_node("Cast", [name], [f"{name}__cst_f"], to=TensorProto.FLOAT))
@@ -181,8 +199,9 @@ def _to_float(name: str, elem: int, qparams: dict, inits: list, nodes: list) -> 
     return name
 
 
-def stitch(program: onnx.ModelProto, cut_model: CutModel,
-           io_qparams: dict[str, tuple[float, int]] | None) -> onnx.ModelProto:  # fmt: skip
+def stitch(
+    program: onnx.ModelProto, cut_model: CutModel, io_qparams: dict[str, tuple[float, int]] | None
+) -> onnx.ModelProto:
     """The converted cut model with its custom nodes back in place, value_info complete."""
     qparams = io_qparams or {}
     clean = onnx.ModelProto()
@@ -200,19 +219,31 @@ def stitch(program: onnx.ModelProto, cut_model: CutModel,
         ins = [_to_float(i, elems.get(i, 0), qparams, inits, added) for i in node.input]
         outs = []
         for name in node.output:
-            target = name + _CUT if any(o.name == name for o in graph.output) and any(
-                i.name == name + _CUT for i in graph.input) else name  # fmt: skip
+            target = (
+                name + _CUT
+                if any(o.name == name for o in graph.output)
+                and any(i.name == name + _CUT for i in graph.input)
+                else name
+            )
             elem = elems.get(target, 0)
             if elem == TensorProto.INT8 and target in qparams:
                 scale, zp = qparams[target]
-                inits += [numpy_helper.from_array(np.array(scale, np.float32), f"{target}__cst__scale"),
-                          numpy_helper.from_array(np.array(zp, np.int8), f"{target}__cst__zp")]  # fmt: skip
-                added.append(helper.make_node("QuantizeLinear", [f"{target}__cst_f",
-                             f"{target}__cst__scale", f"{target}__cst__zp"], [target]))  # fmt: skip
+                inits += [
+                    numpy_helper.from_array(np.array(scale, np.float32), f"{target}__cst__scale"),
+                    numpy_helper.from_array(np.array(zp, np.int8), f"{target}__cst__zp"),
+                ]
+                added.append(
+                    helper.make_node(
+                        "QuantizeLinear",
+                        [f"{target}__cst_f", f"{target}__cst__scale", f"{target}__cst__zp"],
+                        [target],
+                    )
+                )
                 outs.append(f"{target}__cst_f")
             elif elem == TensorProto.FLOAT16:
-                added.append(helper.make_node("Cast", [f"{target}__cst_f"], [target],
-                                              to=TensorProto.FLOAT16))  # fmt: skip
+                added.append(
+                    helper.make_node("Cast", [f"{target}__cst_f"], [target], to=TensorProto.FLOAT16)
+                )
                 outs.append(f"{target}__cst_f")
             else:
                 outs.append(target)
@@ -228,10 +259,14 @@ def stitch(program: onnx.ModelProto, cut_model: CutModel,
                 info.append(helper.make_tensor_value_info(name, elem, dims))
     extra_in = set(cut_model.extra_inputs)
     kept_in = [vi for vi in graph.input if vi.name not in extra_in]
-    kept_out = [vi for vi in graph.output if vi.name not in cut_model.extra_outputs
-                or vi.name in cut_model.original_outputs]  # fmt: skip
-    graph.value_info.extend(vi for vi in [*graph.input, *graph.output]
-                            if vi not in kept_in and vi not in kept_out)  # fmt: skip
+    kept_out = [
+        vi
+        for vi in graph.output
+        if vi.name not in cut_model.extra_outputs or vi.name in cut_model.original_outputs
+    ]
+    graph.value_info.extend(
+        vi for vi in [*graph.input, *graph.output] if vi not in kept_in and vi not in kept_out
+    )
     del graph.input[:]
     graph.input.extend(kept_in)
     del graph.output[:]

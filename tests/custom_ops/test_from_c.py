@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import sigmoid
-from models import reference
+from cst_helpers import sigmoid
+from cst_models import reference
 
 from rknnrt.capi.build import missing_requirements
 
@@ -29,9 +29,22 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     binary = tmp_path_factory.mktemp("bin") / "cst_sigmoid_app"
     compiler = shutil.which("gcc") or shutil.which("cc")
     assert compiler, "no C compiler"
-    command = [compiler, "-std=c99", "-Wall", "-Wextra", "-Werror", "-I", str(sdk / "include"),
-               str(C_DIR / "cst_sigmoid_app.c"), "-o", str(binary), "-L", str(sdk / "lib"),
-               "-lrknnrt", "-lm"]  # fmt: skip
+    command = [
+        compiler,
+        "-std=c99",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-I",
+        str(sdk / "include"),
+        str(C_DIR / "cst_sigmoid_app.c"),
+        "-o",
+        str(binary),
+        "-L",
+        str(sdk / "lib"),
+        "-lrknnrt",
+        "-lm",
+    ]
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return sdk, binary
@@ -42,10 +55,14 @@ def test_c_application_registers_cst_sigmoid(app, sigmoid_onnx, sigmoid_model, t
     sdk, binary = app
     model = tmp_path / "cst.rknn"
     model.write_bytes(sigmoid_model)
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": str(sdk / "lib"),
-           "HOME": os.environ.get("HOME", "/")}  # fmt: skip
-    done = subprocess.run([str(binary), str(model), "3"], capture_output=True, text=True,
-                          env=env, timeout=120)  # fmt: skip
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LD_LIBRARY_PATH": str(sdk / "lib"),
+        "HOME": os.environ.get("HOME", "/"),
+    }
+    done = subprocess.run(
+        [str(binary), str(model), "3"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
     assert lines["second"] == "register -5"  # RKNN_ERR_PARAM_INVALID, and the runs still work

@@ -7,8 +7,8 @@ import ctypes
 
 import numpy as np
 import pytest
-from conftest import build, floats_at, make_op, read_attr, run, sigmoid, sigmoid_compute
-from models import conv_custom_conv, reference
+from cst_helpers import build, floats_at, make_op, read_attr, run, sigmoid, sigmoid_compute
+from cst_models import conv_custom_conv, reference
 
 import rknnrt as rk
 
@@ -49,27 +49,45 @@ def test_tensors_are_float32_nchw_with_names_and_offsets(sigmoid_model, new_ctx,
 
     def compute(op_ctx, ins, n_in, outs, n_out):  # type: ignore[no-untyped-def]
         t, o = ins[0], outs[0]
-        seen.update(n=(n_in, n_out), fmt=t.attr.fmt, type=o.attr.type, name=t.attr.name,
-                    dims=list(t.attr.dims[: t.attr.n_dims]), size=o.attr.size,
-                    target=op_ctx.contents.target, node=bytes(read_attr(op_ctx, b"name")))  # fmt: skip
+        seen.update(
+            n=(n_in, n_out),
+            fmt=t.attr.fmt,
+            type=o.attr.type,
+            name=t.attr.name,
+            dims=list(t.attr.dims[: t.attr.n_dims]),
+            size=o.attr.size,
+            target=op_ctx.contents.target,
+            node=bytes(read_attr(op_ctx, b"name")),
+        )
         return sigmoid_compute(op_ctx, ins, n_in, outs, n_out)
 
     ctx = new_ctx(sigmoid_model)
     op, keep = make_op(compute=compute)
     assert rk.rknn_register_custom_ops(ctx, ctypes.byref(op), 1) == 0
     assert run(ctx, x)[0] == 0
-    assert seen == {"n": (1, 1), "fmt": rk.RKNN_TENSOR_NCHW, "type": rk.RKNN_TENSOR_FLOAT32,
-                    "name": b"a", "dims": [1, 4, 8, 8], "size": 4 * 64 * 4,
-                    "target": rk.RKNN_TARGET_TYPE_CPU, "node": b"my_sigmoid"}  # fmt: skip
+    assert seen == {
+        "n": (1, 1),
+        "fmt": rk.RKNN_TENSOR_NCHW,
+        "type": rk.RKNN_TENSOR_FLOAT32,
+        "name": b"a",
+        "dims": [1, 4, 8, 8],
+        "size": 4 * 64 * 4,
+        "target": rk.RKNN_TARGET_TYPE_CPU,
+        "node": b"my_sigmoid",
+    }
 
 
 ATTRS = {
-    "i64": np.int64(-7), "i64s": np.array([1, -2, 3], np.int64),
-    "f32": np.float32(0.25), "f32s": np.array([1.5, -2.5], np.float32),
-    "i32": np.array([9], np.int32), "i32s": np.array([4, 5, 6], np.int32),
-    "flag": np.array([True], np.bool_), "flags": np.array([True, False, True], np.bool_),
+    "i64": np.int64(-7),
+    "i64s": np.array([1, -2, 3], np.int64),
+    "f32": np.float32(0.25),
+    "f32s": np.array([1.5, -2.5], np.float32),
+    "i32": np.array([9], np.int32),
+    "i32s": np.array([4, 5, 6], np.int32),
+    "flag": np.array([True], np.bool_),
+    "flags": np.array([True, False, True], np.bool_),
     "text": "hello",
-}  # fmt: skip
+}
 
 
 def test_attributes_of_every_type_round_trip(new_ctx, x):
@@ -122,8 +140,10 @@ def test_skip_compute_uses_the_builtin_implementation(new_ctx, x):
     onnx_model = conv_custom_conv()  # no scale: the built-in Sigmoid is the same op
     model = build(onnx_model)
     computed = []
-    op, keep = make_op(init=lambda *a: rk.RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE,
-                       compute=lambda *a: computed.append(1) or 0)  # fmt: skip
+    op, keep = make_op(
+        init=lambda *a: rk.RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE,
+        compute=lambda *a: computed.append(1) or 0,
+    )
     ctx = new_ctx(model)
     assert rk.rknn_register_custom_ops(ctx, ctypes.byref(op), 1) == 0
     status, y = run(ctx, x)
@@ -148,8 +168,9 @@ def test_skip_compute_without_a_builtin_fails_registration(new_ctx, rknn_log):
     assert "cstNovel" in line and "no built-in implementation" in line
 
 
-def test_gpu_target_runs_on_the_cpu_with_one_warning(sigmoid_onnx, sigmoid_model, new_ctx, x,
-                                                     rknn_log):  # fmt: skip
+def test_gpu_target_runs_on_the_cpu_with_one_warning(
+    sigmoid_onnx, sigmoid_model, new_ctx, x, rknn_log
+):
     ctx = new_ctx(sigmoid_model)
     op, keep = make_op(target=rk.RKNN_TARGET_TYPE_GPU, compute=sigmoid_compute)
     assert rk.rknn_register_custom_ops(ctx, ctypes.byref(op), 1) == 0

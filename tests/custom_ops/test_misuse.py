@@ -7,8 +7,8 @@ import ctypes
 
 import numpy as np
 import pytest
-from conftest import CstSigmoid, make_op, run, sigmoid, sigmoid_compute
-from models import conv_custom_conv, reference
+from cst_helpers import CstSigmoid, make_op, run, sigmoid, sigmoid_compute
+from cst_models import conv_custom_conv, reference
 
 import rknnrt as rk
 from rknnrt.toolkit import RKNN
@@ -57,8 +57,7 @@ def test_compute_native_or_no_compute_is_refused(sigmoid_model, new_ctx, rknn_lo
         assert "compute_native must be NULL" in line
 
 
-def test_run_before_registration_fails_and_closes_registration(sigmoid_model, new_ctx, x,
-                                                               rknn_log):  # fmt: skip
+def test_run_before_registration_fails_and_closes_registration(sigmoid_model, new_ctx, x, rknn_log):
     ctx = new_ctx(sigmoid_model)
     assert run(ctx, x)[0] == rk.RKNN_ERR_FAIL
     (line,) = rknn_log.take("E")
@@ -158,4 +157,3 @@ def test_reg_custom_op_refuses_a_standard_op_type_or_a_class_without_compute():
     rknn = RKNN()
     assert rknn.reg_custom_op(Standard()) == -1 and "standard ONNX op" in rknn.last_error
     assert rknn.reg_custom_op(NoCompute()) == -1 and "compute" in rknn.last_error
-

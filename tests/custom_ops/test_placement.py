@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 import onnx
-from conftest import build
+from cst_helpers import build
 from onnx import TensorProto, helper, numpy_helper
 
 import rknnrt as rk
@@ -18,7 +18,8 @@ from rknnrt.core.partition import SegmentedProgram
 
 def _argmax_model() -> onnx.ModelProto:
     w = numpy_helper.from_array(
-        np.random.default_rng(3).normal(0, 0.5, (5, 3, 1, 1)).astype(np.float32), "w")
+        np.random.default_rng(3).normal(0, 0.5, (5, 3, 1, 1)).astype(np.float32), "w"
+    )
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
         helper.make_node("ArgMax", ["c"], ["idx"], name="argmax", axis=1, keepdims=1),
@@ -26,10 +27,12 @@ def _argmax_model() -> onnx.ModelProto:
         helper.make_node("Relu", ["f"], ["y"], name="relu"),
     ]
     graph = helper.make_graph(
-        nodes, "argmax",
+        nodes,
+        "argmax",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 8, 8])], [w],
-    )  # fmt: skip
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 8, 8])],
+        [w],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 

@@ -9,8 +9,8 @@ import ctypes
 import numpy as np
 import onnx
 import pytest
-from conftest import build, make_op, run, sigmoid, sigmoid_compute
-from models import reference
+from cst_helpers import build, make_op, run, sigmoid, sigmoid_compute
+from cst_models import reference
 
 import rknnrt as rk
 from rknnrt.model import container
@@ -28,7 +28,9 @@ def test_float32_model_equals_numpy_reference(sigmoid_onnx, sigmoid_model, new_c
 
 
 def test_the_model_stores_a_custom_node_with_its_attribute(sigmoid_model):
-    graph = onnx.load_model_from_string(bytes(container.read(memoryview(sigmoid_model)).graph)).graph
+    graph = onnx.load_model_from_string(
+        bytes(container.read(memoryview(sigmoid_model)).graph)
+    ).graph
     (node,) = [n for n in graph.node if n.domain == CUSTOM_DOMAIN]
     assert (node.op_type, node.name) == ("cstSigmoid", "my_sigmoid")
     assert [(a.name, a.f) for a in node.attribute] == [("scale", 2.0)]

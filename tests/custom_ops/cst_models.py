@@ -18,12 +18,15 @@ def conv_custom_conv(op_type: str = "cstSigmoid", **attrs: object) -> onnx.Model
         helper.make_node("Conv", ["b", "w2"], ["y"], name="conv2"),
     ]
     graph = helper.make_graph(
-        nodes, "cst_model",
+        nodes,
+        "cst_model",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w1, w2],
-    )  # fmt: skip
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
-                                                   helper.make_opsetid("cst.ops", 1)])  # fmt: skip
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [w1, w2],
+    )
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("cst.ops", 1)]
+    )
 
 
 def reference(model: onnx.ModelProto, x: np.ndarray, custom) -> np.ndarray:  # type: ignore[no-untyped-def]
