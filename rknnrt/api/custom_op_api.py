@@ -68,14 +68,14 @@ class _NodeState:
         self.op_ctx = rknn_custom_op_context()
         self.op_ctx.target = target
         self.op_ctx.internal_ctx = node.internal_id
-        self.key: tuple[int, ...] = ()
+        self.key = -1
         self.ins: ctypes.Array = (rknn_custom_op_tensor * 0)()
         self.outs: ctypes.Array = (rknn_custom_op_tensor * 0)()
 
     def tensors(
         self, node: custom_ops.NodeInstance, ins: list[np.ndarray], outs: list[np.ndarray]
     ) -> tuple[ctypes.Array, ctypes.Array]:
-        key = tuple(a.__array_interface__["data"][0] for a in (*ins, *outs))
+        key = node.generation  # bumped whenever the context binds new buffers
         if key != self.key:
             self.ins, self.outs = _tensors(ins, node.inputs), _tensors(outs, node.outputs)
             self.key = key
@@ -96,6 +96,7 @@ class StructOp:
         self._ctx_target = custom_ops.TARGET_CPU
         self._init, self._prepare = _pointer(op.init), _pointer(op.prepare)
         self._compute, self._destroy = _pointer(op.compute), _pointer(op.destroy)
+        self.has_prepare = self._prepare is not None
         self.has_compute = self._compute is not None
         self.has_compute_native = _pointer(op.compute_native) is not None
 

@@ -27,6 +27,7 @@ TARGET_CPU, TARGET_GPU = 1, 2
 # How far past its output a callback's stray write is still caught (a guard area).
 GUARD_BYTES = 64
 GUARD_BYTE = 0xA5
+_GUARD = bytes([GUARD_BYTE]) * GUARD_BYTES
 
 
 @dataclass
@@ -41,6 +42,7 @@ class NodeInstance:
     internal_id: int = 0
     state: object = None  # the adapter's per-node data (its rknn_custom_op_context)
     builtin: BuiltinOp | None = None  # set when init asked for the built-in implementation
+    generation: int = 0  # bumped when the context gives the node new buffers
 
 
 class OpCallbacks(Protocol):
@@ -48,6 +50,7 @@ class OpCallbacks(Protocol):
 
     op_type: str
     target: int
+    has_prepare: bool
     has_compute: bool
     has_compute_native: bool
 
@@ -222,9 +225,10 @@ class ContextOps:
             raise
         self.ops = given
 
-    def run_node(self, node: NodeInstance, buffers: dict[str, np.ndarray]) -> None:
-        """prepare then compute of one node; inputs and outputs are the context's buffers."""
-        ins, outs = _ins(node, buffers), _outs(node, buffers)
+    def run_node(self, node: NodeInstance, ins: list[np.ndarray], outs: list[np.ndarray],
+                 guards: list[np.ndarray]) -> None:  # fmt: skip
+        """prepare then compute of one node on the context's buffers (`guards`: the guard area
+        after each output, see guarded_empty)."""
         if node.builtin is not None:
             node.builtin.run(ins, outs)
             return
@@ -235,7 +239,7 @@ class ContextOps:
                 f"custom op {node.op_type} at node '{node.name}' is not "
                 "registered: call rknn_register_custom_ops before rknn_run",
             )
-        status = guarded(op.prepare, node, ins, outs)
+        status = guarded(op.prepare, node, ins, outs) if op.has_prepare else 0
         if status == 0:
             status = guarded(op.compute, node, ins, outs)
         if status != 0:
@@ -244,13 +248,13 @@ class ContextOps:
                 f"custom op {node.op_type} at node '{node.name}' returned "
                 f"{status}; the outputs of this run are not valid",
             )
-        for name, out in zip(node.outputs, outs):
-            if not guard_intact(out):
-                restore_guard(out)
+        for k, guard in enumerate(guards):
+            if guard.tobytes() != _GUARD:
+                guard[...] = GUARD_BYTE
                 raise RknnError(
                     FAIL,
-                    f"custom op {node.op_type} at node '{node.name}' wrote "
-                    f"past the end of output '{name}' ({out.nbytes} bytes)",
+                    f"custom op {node.op_type} at node '{node.name}' wrote past the end of "
+                    f"output '{node.outputs[k]}' ({outs[k].nbytes} bytes)",
                 )
 
     def destroy(self) -> None:
@@ -271,6 +275,11 @@ def _forget(node: NodeInstance) -> None:
     with _nodes_lock:
         _nodes.pop(node.internal_id, None)
     node.internal_id, node.state, node.builtin = 0, None, None
+
+
+def arrays_of(node: NodeInstance, buffers: dict[str, np.ndarray]) -> tuple[list, list]:
+    """(inputs, outputs) of a node among a context's buffers."""
+    return _ins(node, buffers), _outs(node, buffers)
 
 
 def _ins(node: NodeInstance, buffers: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -336,18 +345,11 @@ def guarded_empty(shape: list[int], dtype: np.dtype) -> np.ndarray:
     return raw[start : start + nbytes].view(dtype).reshape(shape)
 
 
-def _guard(array: np.ndarray) -> np.ndarray:
+def guard_of(array: np.ndarray) -> np.ndarray:
+    """The guard area after an array made by guarded_empty."""
     base = array.base
     while base is not None and base.base is not None:
         base = base.base
     assert isinstance(base, np.ndarray)
     offset = array.ctypes.data - base.ctypes.data
     return base[offset + array.nbytes : offset + array.nbytes + GUARD_BYTES]
-
-
-def guard_intact(array: np.ndarray) -> bool:
-    return bool((_guard(array) == GUARD_BYTE).all())
-
-
-def restore_guard(array: np.ndarray) -> None:
-    _guard(array)[...] = GUARD_BYTE

@@ -183,12 +183,21 @@ class SegmentedBinding:
             io = step.session.io_binding() if step.session is not None else None
             self._bindings.append((step, io))
         self._bind_all()
-        self.nodes = {
-            id(s.node): n
-            for s, n in zip([s for s in program.steps if s.node is not None], self.custom.nodes)
-        }
 
     def _bind_all(self) -> None:
+        """Bind every session's IO to the buffers, and plan each run's calls (the hot path
+        then only calls: no lookups)."""
+        nodes = iter(self.custom.nodes)
+        self._plan: list[tuple] = []
+        for step, io in self._bindings:
+            if io is None:
+                node = next(nodes)
+                node.generation += 1
+                ins, outs = custom_ops.arrays_of(node, self.buffers)
+                guards = [custom_ops.guard_of(a) for a in outs]
+                self._plan.append((None, None, (node, ins, outs, guards)))
+            else:
+                self._plan.append((step.session, io, ()))
         for step, io in self._bindings:
             if io is None:
                 continue
@@ -210,11 +219,11 @@ class SegmentedBinding:
 
     def run(self) -> None:
         self.custom.started = True
-        for step, io in self._bindings:
+        for session, io, node_args in self._plan:
             if io is not None:
-                step.session.run_with_iobinding(io)  # type: ignore[union-attr]
+                session.run_with_iobinding(io)
             else:
-                self.custom.run_node(self.nodes[id(step.node)], self.buffers)
+                self.custom.run_node(*node_args)
 
     def register(self, ops: list[custom_ops.OpCallbacks]) -> None:
         self.custom.register(ops, self.buffers)
