@@ -2,10 +2,11 @@
 
 Model A: Conv -> Conv (one NPU segment). Model B: Conv -> cstIdentity -> Conv (NPU segment,
 CPU custom op, NPU segment). The custom op's compute is a ctypes callback that copies its input
-(memmove). Both are timed with rknn_run in the same process, interleaved over several rounds;
-the figure is the median per-run difference (µs) and ratio. Goal (issue 17): <= 30 µs.
+(memmove). Both are timed with rknn_run in the same process, in alternating batches; a model's time in a
+round is its fastest batch, and the figure is the median over rounds of the per-run difference
+(µs) and ratio. Goal (issue 17): <= 30 µs.
 
-    PYTHONPATH=$PWD python benchmarks/custom_ops.py [--runs N] [--rounds R]
+    PYTHONPATH=$PWD python benchmarks/custom_ops.py [--runs N] [--batches B] [--rounds R]
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def _identity(op_ctx, ins, n_in, outs, n_out):  # type: ignore[no-untyped-def]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=200, help="runs per batch")
+    parser.add_argument("--batches", type=int, default=10, help="batches per model per round")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     callback = rk.rknn_custom_op_callback(_identity)
@@ -92,18 +94,21 @@ def main() -> None:
         ).copy()
         rk.rknn_outputs_release(ctx, 1, ctypes.byref(out))
     np.testing.assert_allclose(outputs["custom"], outputs["plain"], rtol=1e-5, atol=1e-5)
+    # Batches alternate between the two models, and each model's figure is its fastest batch:
+    # on a shared machine, other processes only ever add time, so the minimum is the cost.
     diffs, ratios = [], []
     for _ in range(args.rounds):
-        per_run = {}
-        for name, ctx in contexts.items():
-            start = time.perf_counter()
-            for _ in range(args.runs):
-                rk.rknn_run(ctx, None)
-            per_run[name] = (time.perf_counter() - start) / args.runs * 1e6
-        diffs.append(per_run["custom"] - per_run["plain"])
-        ratios.append(per_run["custom"] / per_run["plain"])
-        print(f"round: plain {per_run['plain']:.1f} us/run, with identity custom op "
-              f"{per_run['custom']:.1f} us/run")  # fmt: skip
+        best = {name: float("inf") for name in contexts}
+        for _ in range(args.batches):
+            for name, ctx in contexts.items():
+                start = time.perf_counter()
+                for _ in range(args.runs):
+                    rk.rknn_run(ctx, None)
+                best[name] = min(best[name], (time.perf_counter() - start) / args.runs * 1e6)
+        diffs.append(best["custom"] - best["plain"])
+        ratios.append(best["custom"] / best["plain"])
+        print(f"round: plain {best['plain']:.1f} us/run, with identity custom op "
+              f"{best['custom']:.1f} us/run")  # fmt: skip
     print(f"identity custom op adds {statistics.median(diffs):.1f} us per run (median of "
           f"{args.rounds} rounds; goal <= 30 us); ratio {statistics.median(ratios):.3f}")  # fmt: skip
     for ctx in contexts.values():
