@@ -296,6 +296,12 @@ class Context(MemorySetup, DynamicShapes, ZeroCopy):
     def _perf_table(self) -> str:
         """Profile the program on the current inputs and render the table (core/perf.py)."""
         assert self.program is not None and self.weights is not None
+        if isinstance(self.program, partition.SegmentedProgram):  # custom-ops hook (issue 17)
+            from .partition_perf import perf_table
+
+            split = device.cores_for(self.core_mask, self.platform.npu_cores)[1]
+            return perf_table(self.program, self._binding, self.weights, self.platform, split,
+                              self.core_mask)  # fmt: skip
         if self._profiler is None:
             self._profiler = perf.Profiler(self.model.meta, self.model.graph)
         feeds = dict(zip(self.program.input_names, self._feed_arrays))

@@ -44,6 +44,7 @@ class Step:
     device: str
     session: ort.InferenceSession | None = None
     node: onnx.NodeProto | None = None
+    graph: bytes = b""  # the segment's ONNX model (for per-layer profiling)
 
 
 def _types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
@@ -132,15 +133,18 @@ class SegmentedProgram:
                     external, [ort.OrtValue.ortvalue_from_numpy(views[n]) for n in external]
                 )
             try:
+                serialized = segment.SerializeToString()
                 session = ort.InferenceSession(
-                    segment.SerializeToString(), options, providers=["CPUExecutionProvider"]
+                    serialized, options, providers=["CPUExecutionProvider"]
                 )
             except Exception as exc:  # onnxruntime raises several types for a bad graph
                 raise RknnError(MODEL_INVALID, f"a graph segment cannot be loaded: {exc}") from None
-            self.steps.append(Step(ins, outs, device_for(group[0], platform), session=session))
+            device = device_for(group[0], platform)
+            self.steps.append(Step(ins, outs, device, session=session, graph=serialized))
         self.types = {n: t.tensor_type.elem_type for n, t in types.items()}
         self.shapes = {n: [d.dim_value for d in t.tensor_type.shape.dim] for n, t in types.items()}
         self.graph = model.graph
+        self.meta = meta
 
 
 def _dtype(elem: int) -> np.dtype:
@@ -224,6 +228,10 @@ class SegmentedBinding:
                 session.run_with_iobinding(io)
             else:
                 self.custom.run_node(*node_args)
+
+    def custom_calls(self) -> list[tuple]:
+        """The arguments of ContextOps.run_node for each custom step, in graph order."""
+        return [args for session, io, args in self._plan if io is None]
 
     def register(self, ops: list[custom_ops.OpCallbacks]) -> None:
         self.custom.register(ops, self.buffers)

@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 import onnx
-from cst_helpers import build
+from cst_helpers import build, make_op, run, sigmoid_compute
 from onnx import TensorProto, helper, numpy_helper
 
 import rknnrt as rk
@@ -80,3 +80,25 @@ def test_argmax_is_a_cpu_segment_on_rv1106_and_npu_on_rk3588():
     expected = np.einsum("oc,nchw->nohw", w, x).argmax(axis=1)[:, None].astype(np.float32)
     # the int8 output holds 0..4 at its scale; int8 rounding of the Conv may flip near-ties
     assert (np.rint(y_small) == expected).mean() > 0.9
+
+
+def test_perf_detail_shows_the_custom_op_on_the_cpu(sigmoid_model, x):
+    ctx = rk.rknn_context()
+    flag = rk.RKNN_FLAG_COLLECT_PERF_MASK
+    assert rk.rknn_init(ctypes.byref(ctx), sigmoid_model, len(sigmoid_model), flag, None) == 0
+    op, keep = make_op(compute=sigmoid_compute)
+    assert rk.rknn_register_custom_ops(ctx, ctypes.byref(op), 1) == 0
+    assert run(ctx, x)[0] == 0
+    detail = rk.rknn_perf_detail()
+    size = ctypes.sizeof(detail)
+    assert rk.rknn_query(ctx, rk.RKNN_QUERY_PERF_DETAIL, ctypes.byref(detail), size) == 0
+    rows = {
+        line.split()[-2]: line.split()
+        for line in detail.perf_data.decode().splitlines()
+        if line[:1].isdigit()
+    }
+    assert rows["Conv:conv1"][3] == "NPU" and rows["Conv:conv2"][3] == "NPU"
+    custom = rows["cstSigmoid:my_sigmoid"]
+    assert custom[2:4] == ["FLOAT32", "CPU"]
+    assert float(custom[-1]) > 0  # its estimate: CPU time plus the NPU<->CPU transfers
+    assert rk.rknn_destroy(ctx) == 0
