@@ -90,6 +90,9 @@ class StructOp:
     """One registered rknn_custom_op as the core calls it (custom_ops.OpCallbacks)."""
 
     def __init__(self, op: rknn_custom_op) -> None:
+        # Holding the structure (and the array it is part of) keeps Python callbacks alive:
+        # ctypes keeps a function pointer's thunk in the structure's objects.
+        self._keep = (op, getattr(op, "_b_base_", None))
         self.op_type = op.op_type.decode(errors="replace")
         self.target = int(op.target)
         # A GPU op's callbacks run on the CPU target here (the core logs it once).
@@ -136,8 +139,9 @@ class StructOp:
 @c_api
 def rknn_register_custom_ops(context: Any, op: Any, custom_op_num: int) -> None:
     """Register all of the model's custom ops in one call, after rknn_init and before
-    rknn_run; `init` of each op runs here once per node. The structures are read now: the
-    caller's array may go afterwards, but its callbacks must live until rknn_destroy."""
+    rknn_run; `init` of each op runs here once per node. The structures are read now; a C
+    caller's callbacks must live until rknn_destroy (Python ctypes callbacks stored in the
+    structures are kept alive by the context)."""
     ctx = registry.get(context_handle(context))
     if not isinstance(ctx, Context):
         raise RknnError(CTX_INVALID, "this call needs an rknn_context, not an rknn_matmul_ctx")

@@ -194,3 +194,17 @@ def test_registration_is_per_context(sigmoid_model, new_ctx, x, dup):
     assert run(b, x)[0] == rk.RKNN_ERR_FAIL  # b registered nothing
     if dup:
         assert rk.rknn_destroy(b) == 0
+
+
+def test_python_callbacks_outlive_the_callers_objects(sigmoid_onnx, sigmoid_model, new_ctx, x):
+    """The context keeps the ctypes callbacks of the structures it was given."""
+    import gc
+
+    ctx = new_ctx(sigmoid_model)
+    op, keep = make_op(compute=lambda *args: sigmoid_compute(*args))
+    assert rk.rknn_register_custom_ops(ctx, [op], 1) == 0
+    del op, keep
+    gc.collect()
+    status, y = run(ctx, x)
+    assert status == 0
+    np.testing.assert_allclose(y, reference(sigmoid_onnx, x, sigmoid), atol=1e-5)
