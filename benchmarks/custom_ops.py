@@ -2,9 +2,9 @@
 
 Model A: Conv -> Conv (one NPU segment). Model B: Conv -> cstIdentity -> Conv (NPU segment,
 CPU custom op, NPU segment). The custom op's compute is a ctypes callback that copies its input
-(memmove). Both are timed with rknn_run in the same process, in alternating batches; a model's time in a
-round is its fastest batch, and the figure is the median over rounds of the per-run difference
-(µs) and ratio. Goal (issue 17): <= 30 µs.
+(memmove). Both are timed with rknn_run in the same process, in alternating batches; a
+model's time in a round is its fastest batch, and the figure is the median over rounds of the
+per-run difference (µs) and ratio. Goal (issue 17): <= 30 µs.
 
     PYTHONPATH=$PWD python benchmarks/custom_ops.py [--runs N] [--batches B] [--rounds R]
 """
@@ -107,10 +107,14 @@ def main() -> None:
                 best[name] = min(best[name], (time.perf_counter() - start) / args.runs * 1e6)
         diffs.append(best["custom"] - best["plain"])
         ratios.append(best["custom"] / best["plain"])
-        print(f"round: plain {best['plain']:.1f} us/run, with identity custom op "
-              f"{best['custom']:.1f} us/run")  # fmt: skip
-    print(f"identity custom op adds {statistics.median(diffs):.1f} us per run (median of "
-          f"{args.rounds} rounds; goal <= 30 us); ratio {statistics.median(ratios):.3f}")  # fmt: skip
+        print(
+            f"round: plain {best['plain']:.1f} us/run, with identity custom op "
+            f"{best['custom']:.1f} us/run"
+        )
+    print(
+        f"identity custom op adds {statistics.median(diffs):.1f} us per run (median of "
+        f"{args.rounds} rounds; goal <= 30 us); ratio {statistics.median(ratios):.3f}"
+    )
     for ctx in contexts.values():
         rk.rknn_destroy(ctx)
 
