@@ -117,9 +117,16 @@ class CutModel:
                 wanted = [i for i in node.input if i not in feed]
                 values = dict(zip(wanted, session.run(wanted, feed))) if wanted else {}
                 ins = [feed[i] if i in feed else values[i] for i in node.input]
-                for name, value in zip(node.output, self.ops[node.op_type].compute(node, ins)):
-                    key = name + _CUT if name + _CUT in feed else name
-                    feed[key] = np.asarray(value, feed[key].dtype).reshape(feed[key].shape)
+                try:
+                    values = list(self.ops[node.op_type].compute(node, ins))
+                    for name, value in zip(node.output, values, strict=True):
+                        key = name + _CUT if name + _CUT in feed else name
+                        feed[key] = np.asarray(value, feed[key].dtype).reshape(feed[key].shape)
+                except Exception as exc:  # the user's code, or outputs shape_infer did not promise
+                    raise ConversionError(
+                        f"custom op {node.op_type} at node '{node.name}': compute failed during "
+                        f"calibration: {type(exc).__name__}: {exc}"
+                    ) from None
             extras = [feed[n] for n in self.extra_inputs]
             out.append([*sample, *extras])
         return out

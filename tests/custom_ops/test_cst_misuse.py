@@ -157,3 +157,17 @@ def test_reg_custom_op_refuses_a_standard_op_type_or_a_class_without_compute():
     rknn = RKNN()
     assert rknn.reg_custom_op(Standard()) == -1 and "standard ONNX op" in rknn.last_error
     assert rknn.reg_custom_op(NoCompute()) == -1 and "compute" in rknn.last_error
+
+
+def test_a_compute_that_breaks_during_calibration_is_named():
+    class Broken(CstSigmoid):
+        def compute(self, node, inputs):  # type: ignore[no-untyped-def]
+            return [inputs[0][:, :2]]  # not the shape shape_infer promised
+
+    rknn = RKNN()
+    rknn.config(target_platform="rk3588")
+    assert rknn.reg_custom_op(Broken()) == 0
+    assert rknn.load_onnx(conv_custom_conv(scale=2.0)) == 0
+    samples = [np.zeros((1, 3, 8, 8), np.float32)]
+    assert rknn.build(do_quantization=True, dataset=samples) == -1
+    assert "cstSigmoid at node 'my_sigmoid': compute failed during calibration" in rknn.last_error
