@@ -10,7 +10,10 @@ so a run copies nothing between segments.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
@@ -45,6 +48,11 @@ class Step:
     session: ort.InferenceSession | None = None
     node: onnx.NodeProto | None = None
     graph: bytes = b""  # the segment's ONNX model (for per-layer profiling)
+    # A custom step's storage conversions: (op type, source, destination, scale, zero point)
+    # before and after the op (int8/float16 <-> the float32 the op sees), run on the CPU.
+    pre: list[tuple] = field(default_factory=list)
+    post: list[tuple] = field(default_factory=list)
+    mids: list[str] = field(default_factory=list)  # the float32 tensors the op itself reads/writes
 
 
 def _types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
@@ -73,6 +81,70 @@ def _segment(
     return onnx.helper.make_model(graph, opset_imports=opsets, ir_version=model.ir_version)
 
 
+_CONVERSIONS = ("DequantizeLinear", "QuantizeLinear", "Cast")
+
+
+def _attached_conversions(nodes: list[onnx.NodeProto]) -> dict[int, tuple[list, list]]:
+    """Per custom node: the conversions that feed only it and those that only it feeds (the
+    converter's DequantizeLinear/Cast before and QuantizeLinear/Cast after, docs/custom-ops.md):
+    they run with the op on the CPU, so the tensors crossing are the stored int8/float16."""
+    producer = {o: n for n in nodes for o in n.output}
+    consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
+    for n in nodes:
+        for i in n.input:
+            consumers[i].append(n)
+    attached = {}
+    for node in nodes:
+        if not is_custom(node):
+            continue
+        pre = [
+            producer[i]
+            for i in node.input
+            if i in producer and producer[i].op_type in _CONVERSIONS and len(consumers[i]) == 1
+        ]
+        post = [
+            consumers[o][0]
+            for o in node.output
+            if len(consumers[o]) == 1 and consumers[o][0].op_type in _CONVERSIONS
+        ]
+        attached[id(node)] = (pre, post)
+    return attached
+
+
+def _conversion(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto]) -> tuple:
+    """(op type, source, destination, scale, zero point) of one attached conversion."""
+    scale = zp = None
+    if node.op_type != "Cast":
+        scale = onnx.numpy_helper.to_array(constants[node.input[1]]).astype(np.float32)
+        zp = onnx.numpy_helper.to_array(constants[node.input[2]]).astype(np.float32)
+    return (node.op_type, node.input[0], node.output[0], scale, zp)
+
+
+def _converter(kind: str, src: np.ndarray, dst: np.ndarray, scale: Any, zp: Any) -> Callable:
+    """A call that writes `dst` from `src` as the conversion node would (onnxruntime's
+    rounding: half to even; int8 saturation)."""
+    if kind == "DequantizeLinear":
+
+        def dequantize() -> None:
+            np.subtract(src, zp, out=dst, casting="unsafe")
+            np.multiply(dst, scale, out=dst)
+
+        return dequantize
+    if kind == "QuantizeLinear":
+        work = np.empty(src.shape, np.float32)
+        info = np.iinfo(dst.dtype)
+
+        def quantize() -> None:
+            np.divide(src, scale, out=work)
+            np.rint(work, out=work)
+            np.add(work, zp, out=work)
+            np.clip(work, info.min, info.max, out=work)
+            np.copyto(dst, work, casting="unsafe")
+
+        return quantize
+    return lambda: np.copyto(dst, src, casting="unsafe")
+
+
 class SegmentedProgram:
     """The compiled steps of a graph with custom nodes; shared by duplicated contexts."""
 
@@ -91,13 +163,20 @@ class SegmentedProgram:
         self.output_names = [t.name for t in meta.outputs]
         self.weight_views: list[tuple[str, np.ndarray]] = []
         inits = {t.name for t in model.graph.initializer}
+        nodes = list(model.graph.node)  # one set of node objects: they are keyed by id below
+        attached = _attached_conversions(nodes)
+        taken = {id(n) for pre, post in attached.values() for n in pre + post}
         groups: list[list[onnx.NodeProto]] = []
-        for node in model.graph.node:
+        for node in nodes:
+            if id(node) in taken:
+                continue
             device = device_for(node, platform)
-            if (
-                is_custom(node)
-                or not groups
-                or is_custom(groups[-1][0])
+            if is_custom(node):
+                pre, post = attached.get(id(node), ([], []))
+                groups.append([*pre, node, *post])
+            elif (
+                not groups
+                or any(is_custom(n) for n in groups[-1])
                 or device != device_for(groups[-1][0], platform)
             ):
                 groups.append([node])
@@ -122,8 +201,15 @@ class SegmentedProgram:
             missing = [n for n in ins + outs if n not in types]
             if missing:
                 raise RknnError(MODEL_INVALID, f"the types of {missing} are not in the graph")
-            if is_custom(group[0]):
-                self.steps.append(Step(ins, outs, "CPU", node=group[0]))
+            custom = next((n for n in group if is_custom(n)), None)
+            if custom is not None:
+                constants = {t.name: t for t in model.graph.initializer}
+                pre, post = attached.get(id(custom), ([], []))
+                step = Step(ins, outs, "CPU", node=custom, mids=list(custom.output))
+                step.pre = [_conversion(n, constants) for n in pre]
+                step.post = [_conversion(n, constants) for n in post]
+                step.mids += [n.output[0] for n in pre]
+                self.steps.append(step)
                 continue
             segment = _segment(group, model, ins, outs, types)
             options = _session_options()
@@ -164,9 +250,9 @@ class SegmentedBinding:
     ) -> None:
         self._program = program
         self.buffers: dict[str, np.ndarray] = dict(zip(program.input_names, inputs))
-        custom_outputs = {o for s in program.steps if s.node is not None for o in s.outputs}
+        custom_outputs = {o for s in program.steps if s.node is not None for o in s.node.output}
         for step in program.steps:
-            for name in step.outputs:
+            for name in [*step.mids, *step.outputs]:
                 if name in self.buffers or name in program.output_names:
                     continue
                 dtype, shape = _dtype(program.types[name]), program.shapes[name]
@@ -199,7 +285,10 @@ class SegmentedBinding:
                 node.generation += 1
                 ins, outs = custom_ops.arrays_of(node, self.buffers)
                 guards = [custom_ops.guard_of(a) for a in outs]
-                self._plan.append((None, None, (node, ins, outs, guards)))
+                b = self.buffers
+                pre = [_converter(k, b[x], b[y], sc, zp) for k, x, y, sc, zp in step.pre]
+                post = [_converter(k, b[x], b[y], sc, zp) for k, x, y, sc, zp in step.post]
+                self._plan.append((None, None, (node, ins, outs, guards, pre, post)))
             else:
                 self._plan.append((step.session, io, ()))
         for step, io in self._bindings:
@@ -227,10 +316,19 @@ class SegmentedBinding:
             if io is not None:
                 session.run_with_iobinding(io)
             else:
-                self.custom.run_node(*node_args)
+                self.run_custom(*node_args)
+
+    def run_custom(self, node: custom_ops.NodeInstance, ins: list, outs: list, guards: list,
+                   pre: list[Callable], post: list[Callable]) -> None:  # fmt: skip
+        """One custom step: its input conversions, the op, its output conversions."""
+        for convert in pre:
+            convert()
+        self.custom.run_node(node, ins, outs, guards)
+        for convert in post:
+            convert()
 
     def custom_calls(self) -> list[tuple]:
-        """The arguments of ContextOps.run_node for each custom step, in graph order."""
+        """The arguments of run_custom for each custom step, in graph order."""
         return [args for session, io, args in self._plan if io is None]
 
     def register(self, ops: list[custom_ops.OpCallbacks]) -> None:

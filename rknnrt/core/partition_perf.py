@@ -43,11 +43,11 @@ def perf_table(program: SegmentedProgram, binding: SegmentedBinding, weights: np
                 rows.append(replace(row, target=step.device))
             continue
         args = next(custom)
-        node, ins, outs, _guards = args
+        node, ins, outs = args[:3]
         start = time.perf_counter()
-        binding.custom.run_node(*args)
+        binding.run_custom(*args)
         us = (time.perf_counter() - start) * 1e6
-        moved = sum(a.nbytes for a in ins + outs)
+        moved = sum(binding.buffers[n].nbytes for n in step.inputs + step.outputs)
         transfer_us = moved / (platform.ddr_gbps * 1e3) if platform.ddr_gbps else 0.0
         est = perf.Estimate(time_us=us + transfer_us, workload=model._workload(0))
         rows.append(perf.OpRow(node.op_type, node.name, "FLOAT32", "CPU",

@@ -13,6 +13,7 @@ from cst_helpers import build, make_op, run, sigmoid, sigmoid_compute
 from cst_models import reference
 
 import rknnrt as rk
+from rknnrt.core import registry
 from rknnrt.model import container
 from rknnrt.model.custom_ops import CUSTOM_DOMAIN
 
@@ -68,6 +69,10 @@ def test_npu_segments_on_both_sides_keep_their_storage_type(sigmoid_onnx, new_ct
     assert rk.rknn_register_custom_ops(ctx, ctypes.byref(op), 1) == 0
     status, y = run(ctx, x)
     assert status == 0 and seen == [rk.RKNN_TENSOR_FLOAT32]
+    program = registry.get(ctx.value).program  # what crosses between NPU and CPU is stored
+    (cpu,) = [s for s in program.steps if s.device == "CPU"]
+    stored = {"int8": onnx.TensorProto.INT8, "float16": onnx.TensorProto.FLOAT16}[dtype]
+    assert {program.types[n] for n in cpu.inputs + cpu.outputs} == {stored}
     expected = reference(sigmoid_onnx, x, sigmoid)
     tolerance = {"float16": 5e-3, "int8": 0.1}[dtype] * np.abs(expected).max()
     np.testing.assert_allclose(y, expected, atol=tolerance)
