@@ -24,8 +24,6 @@ RKNN_ERR_FAIL = -1
 # Pointer parameters where the C API gives NULL a meaning ("not given") rather than an error.
 _OPTIONAL = {"extend"}
 _NOT_YET = {
-    "rknn_register_custom_ops": "custom operators are not implemented in rknnrt yet",
-    "rknn_custom_op_get_op_attr": "custom operators are not implemented in rknnrt yet",
     "rknn_create_mem_from_mb_blk": "not supported on any platform (no MB_BLK memory)",
 }
 

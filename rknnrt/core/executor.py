@@ -17,7 +17,7 @@ from . import switches
 from .errors import MODEL_INVALID, RknnError
 
 
-def _session_options() -> ort.SessionOptions:
+def session_options() -> ort.SessionOptions:
     options = ort.SessionOptions()
     options.log_severity_level = 3  # onnxruntime's own warnings are not the runtime's to print
     # Exact int8 arithmetic: x86's fast u8s8 kernels saturate 16-bit pair sums (255*127*2),
@@ -79,7 +79,7 @@ class Program:
             graph_rules.cross_check(graph_rules.check_graph(graph), meta.weights)
         except ModelFormatError as exc:
             raise RknnError(MODEL_INVALID, str(exc)) from None
-        options = _session_options()
+        options = session_options()
         names, values = [], []
         try:
             for w in meta.weights:

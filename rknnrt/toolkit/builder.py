@@ -15,8 +15,8 @@ import numpy as np
 import onnx
 
 from ..model import container, targets
+from . import custom_ops, lower, onnx_import, passes, quantize
 from . import dataset as datasets
-from . import lower, onnx_import, passes, quantize
 from .errors import ConversionError
 
 TOOLKIT_VERSION = "0.1.0"
@@ -62,8 +62,10 @@ def drop_io_value_info(model: onnx.ModelProto) -> None:
 
 
 def prepare(model: onnx.ModelProto, config: dict[str, Any], do_quantization: bool,
-            rknn_batch_size: int | None) -> tuple[onnx.ModelProto, list | None]:  # fmt: skip
-    """The optimised float graph (batch and shape sets applied) and the shape sets."""
+            rknn_batch_size: int | None, custom: Mapping[str, Any] | None = None,
+            ) -> tuple[onnx.ModelProto, list | None, custom_ops.CutModel | None]:  # fmt: skip
+    """The optimised float graph (batch and shape sets applied, registered custom nodes cut
+    out: toolkit/custom_ops.py), the shape sets and the cut that puts the custom nodes back."""
     platform = config["target_platform"]
     if not do_quantization and platform in targets.INT8_ONLY:
         raise ConversionError(f"{platform} runs only quantised models: do_quantization=True")
@@ -73,6 +75,12 @@ def prepare(model: onnx.ModelProto, config: dict[str, Any], do_quantization: boo
             raise ConversionError(f"rknn_batch_size must be a positive integer, "
                                   f"not {rknn_batch_size!r}")  # fmt: skip
         model = onnx_import.set_batch(model, rknn_batch_size)
+    cut = custom_ops.cut(model, dict(custom or {}))
+    if cut is not None:
+        if config["dynamic_input"]:
+            raise ConversionError("custom operators in a model with dynamic_input are not "
+                                  "supported")  # fmt: skip
+        model = cut.model
     if config["dynamic_input"]:
         if platform not in targets.DYNAMIC_SHAPES:
             raise ConversionError(f"dynamic_input: {platform} has no dynamic shapes (only "
@@ -86,7 +94,7 @@ def prepare(model: onnx.ModelProto, config: dict[str, Any], do_quantization: boo
     except Exception as exc:  # onnx/onnxruntime errors from folding or checking
         raise ConversionError(f"graph optimisation failed: {exc}") from None
     onnx_import.check_ops(prepared)
-    return prepared, shape_sets
+    return prepared, shape_sets, cut
 
 
 def input_configs(model: onnx.ModelProto, config: dict[str, Any]) -> dict[str, lower.InputConfig]:
@@ -112,10 +120,14 @@ def input_specs(model: onnx.ModelProto) -> list[datasets.InputSpec]:
 
 
 def calibration_samples(prepared: onnx.ModelProto, config: dict[str, Any], dataset: Any,
-                        limit: int | None = None) -> list[list[np.ndarray]]:  # fmt: skip
+                        limit: int | None = None, cut: custom_ops.CutModel | None = None,
+                        ) -> list[list[np.ndarray]]:  # fmt: skip
     """The dataset read for `prepared`'s inputs and normalised with mean/std; samples of
-    batch 1 are repeated to fill a multi-batch model's batch."""
+    batch 1 are repeated to fill a multi-batch model's batch. With custom nodes cut out, the
+    dataset holds the original inputs and `compute` gives the cut model's extra ones."""
     specs = input_specs(prepared)
+    if cut is not None:
+        specs = [s for s in specs if s.name in cut.original_inputs]
     if config["dynamic_input"]:  # symbolic dims: calibrate at the first shape set
         specs = [datasets.InputSpec(s.name, tuple(int(d) for d in shape))
                  for s, shape in zip(specs, config["dynamic_input"][0])]  # fmt: skip
@@ -136,7 +148,7 @@ def calibration_samples(prepared: onnx.ModelProto, config: dict[str, Any], datas
         out.append([np.repeat(x, s.shape[0] // x.shape[0], axis=0)
                     if x.ndim and s.shape and x.shape[0] != s.shape[0] else x
                     for x, s in zip(sample, specs)])  # fmt: skip
-    return out
+    return cut.extend_samples(out) if cut is not None else out
 
 
 def compile_model(
@@ -145,6 +157,7 @@ def compile_model(
     rknn_batch_size: int | None = None, float_layers: Collection[str] = (),
     overrides: Mapping[str, tuple[float, int]] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    cut: custom_ops.CutModel | None = None,
 ) -> Built:  # fmt: skip
     """Quantise (when `samples` are given) or round to float16, then lower to a model file."""
     configs = input_configs(prepared, config)
@@ -169,6 +182,8 @@ def compile_model(
         raise
     except Exception as exc:  # numpy/onnx errors while rewriting the graph
         raise ConversionError(f"quantisation failed: {exc}") from None
+    if cut is not None:  # the custom nodes back in place, around the converted program
+        program = custom_ops.stitch(program, cut, io_qparams)
     kept = onnx.ModelProto()  # lowering moves the weights out of the graph it is given
     kept.CopyFrom(program)
     meta, graph, weights = lower.lower(

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from . import accuracy, builder, codegen, hybrid, onnx_import
+from . import accuracy, builder, codegen, custom_ops, hybrid, onnx_import
 from . import config as configuration
 from . import dataset as datasets
 from .errors import ConversionError
@@ -74,6 +74,7 @@ class RKNN:
         self._rknn: bytes | None = None  # a model file given to load_rknn
         self._sim: Simulation | None = None
         self._custom_ops: dict[str, type] = {}
+        self._cut: custom_ops.CutModel | None = None  # the custom nodes build cut out
 
     def _info(self, message: str) -> None:
         if self.verbose:
@@ -158,29 +159,18 @@ class RKNN:
 
     @_reported
     def reg_custom_op(self, custom_op) -> None:
-        """Records the class (op_type, shape_infer, compute); the custom-op runtime is not
-        built yet, so a model using it fails at build with a line saying so."""
-        op_type = getattr(custom_op, "op_type", None)
-        if not isinstance(op_type, str) or not op_type:
-            raise ConversionError("a custom op class needs an 'op_type' string attribute")
-        for method in ("shape_infer", "compute"):
-            if not callable(getattr(custom_op, method, None)):
-                raise ConversionError(f"custom op {op_type!r} has no {method}() method")
-        self._custom_ops[op_type] = custom_op
+        """Records the class (op_type, shape_infer, compute: toolkit/custom_ops.py); build keeps
+        the model's nodes of that op type as custom operators."""
+        op = custom_op() if isinstance(custom_op, type) else custom_op  # the docs pass a class
+        self._custom_ops[custom_ops.check_op(op)] = op
 
     # -- building ------------------------------------------------------------------------------
-    def _check_custom_ops(self, model: onnx.ModelProto) -> None:
-        used = sorted({n.op_type for n in model.graph.node if n.op_type in self._custom_ops})
-        if used:
-            raise ConversionError(f"the model uses custom op(s) {used}, registered with "
-                                  "reg_custom_op: rknnrt cannot run custom operators yet")
-
     def _prepare(self, do_quantization: bool, rknn_batch_size: int | None) -> onnx.ModelProto:
         if self._onnx is None:
             raise ConversionError("no model loaded: call load_onnx (or another load_*) first")
-        self._check_custom_ops(self._onnx)
-        prepared, self._shape_sets = builder.prepare(self._onnx, self._config, do_quantization,
-                                                     rknn_batch_size)  # fmt: skip
+        prepared, self._shape_sets, self._cut = builder.prepare(
+            self._onnx, self._config, do_quantization, rknn_batch_size, self._custom_ops
+        )
         return prepared
 
     @_reported
@@ -190,7 +180,7 @@ class RKNN:
             raise ConversionError("do_quantization=True needs a calibration dataset "
                                   "(dataset='dataset.txt'), or build(do_quantization=False)")
         prepared = self._prepare(do_quantization, rknn_batch_size)
-        samples = builder.calibration_samples(prepared, self._config, dataset) \
+        samples = builder.calibration_samples(prepared, self._config, dataset, cut=self._cut) \
             if do_quantization else None  # fmt: skip
         float_layers: list[str] = []
         if do_quantization and auto_hybrid:
@@ -203,7 +193,7 @@ class RKNN:
         self._built = builder.compile_model(
             prepared, self._config, self._name, samples=samples,
             shape_sets=getattr(self, "_shape_sets", None), rknn_batch_size=rknn_batch_size,
-            float_layers=float_layers, overrides=overrides,
+            float_layers=float_layers, overrides=overrides, cut=self._cut,
         )  # fmt: skip
         self._rknn = None
         self._info(f"build: {len(self._built.program.graph.node)} nodes, "
@@ -241,6 +231,9 @@ class RKNN:
                                   proposal=False, proposal_dataset_size=1,
                                   custom_hybrid=None) -> None:  # fmt: skip
         prepared = self._prepare(True, rknn_batch_size)
+        if self._cut is not None:
+            raise ConversionError("hybrid quantisation of a model with custom operators is not "
+                                  "supported")  # fmt: skip
         samples = builder.calibration_samples(prepared, self._config, dataset)
         trial = builder.compile_model(prepared, self._config, self._name, samples=samples,
                                       shape_sets=getattr(self, "_shape_sets", None))  # fmt: skip
@@ -281,7 +274,7 @@ class RKNN:
         if unknown:
             raise ConversionError(f"{model_quantization_cfg}: no layer named {unknown[0]!r} in "
                                   f"the model (layers: {', '.join(sorted(names)[:8])}, ...)")
-        self._name, self._shape_sets = self._stem(model_input, "model"), None
+        self._name, self._shape_sets, self._cut = self._stem(model_input, "model"), None, None
         self._compile(prepared, samples, None, layers, overrides)
 
     @_reported

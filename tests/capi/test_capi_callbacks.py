@@ -67,9 +67,9 @@ def test_c_callbacks_run_on_real_tensors(plugin, capfd):
         assert callbacks.compute(op_ctx, inputs, outputs) == 0
     np.testing.assert_array_equal(out, a + b)  # written in place: no copies either way
     assert ctypes.c_int.from_address(op_ctx.priv_data).value == 2
-    # the callback asked librknnrt.so for its "alpha" attribute: not available yet, one line each
+    # the callback asked librknnrt.so for its "alpha" attribute: this op context has none
     err = capfd.readouterr().err
-    assert err.count("rknn_custom_op_get_op_attr: custom operators are not implemented") == 2
+    assert "E RKNN:" not in err  # no such attribute outside a registered op: n_elems 0, no line
     wrong = [tensor_of(a, "a"), tensor_of(np.zeros((1, 3, 4, 5), np.int64), "b")]
     assert callbacks.compute(op_ctx, wrong, outputs) == -1  # the C status comes back
     assert callbacks.destroy(op_ctx) == 0 and not op_ctx.priv_data

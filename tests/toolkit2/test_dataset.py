@@ -55,7 +55,7 @@ def test_quant_img_rgb2bgr_reaches_calibration(tmp_path) -> None:
         rknn = RKNN()
         assert rknn.config(quant_img_RGB2BGR=flag) == 0
         assert rknn.load_onnx(tiny_cnn()) == 0
-        prepared, _ = builder.prepare(rknn._onnx, rknn._config, True, None)  # noqa: SLF001
+        prepared, _, _ = builder.prepare(rknn._onnx, rknn._config, True, None)  # noqa: SLF001
         (sample,) = builder.calibration_samples(prepared, rknn._config,  # noqa: SLF001
                                                 str(tmp_path / "ds.txt"))  # fmt: skip
         assert sample[0][0, 0].max() == first

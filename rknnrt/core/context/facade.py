@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import numpy as np
 import onnx
 
-from .. import attrs, device, guard, log, perf, registry
+from .. import attrs, device, guard, log, partition, partition_perf, perf, registry
 from ..errors import FAIL, INPUT_INVALID, PARAM_INVALID, RknnError
 from ..memory import Buffer, Memory
 from ..version import API_VERSION, DRIVER_VERSION
@@ -194,6 +194,10 @@ class Context:
         """Profile the program on the current inputs and render the table (core/perf.py)."""
         program, weights = self.weights.program, self.weights.array
         assert program is not None and weights is not None
+        if isinstance(program, partition.SegmentedProgram):  # NPU and CPU segments
+            split = device.cores_for(self.frames.core_mask, self.platform.npu_cores)[1]
+            return partition_perf.perf_table(program, self.shapes.binding, weights, self.platform,
+                                             split, self.frames.core_mask)  # fmt: skip
         if self._profiler is None:
             self._profiler = perf.Profiler(self.model.meta, self.model.graph)
         feeds = dict(zip(program.input_names, self.shapes.feeds))
@@ -203,13 +207,20 @@ class Context:
         return perf.render(perf.rows(self._profiler, times, model), model, self.frames.core_mask)
 
     def placement(self) -> list[tuple[str, str]]:
-        """(op type x count, device) of the model's operators. The converter accepts only
-        operators the NPU runs, so every one is placed on the NPU (model.log_fallback)."""
+        """(op type x count, device) of the model's operators: the platform's op support and
+        custom operators decide (core/partition.py)."""
         graph = onnx.load_model_from_string(self.model.graph).graph
         # QDQ and fp16-rounding nodes are how rknnrt emulates the NPU's storage, not operators
         emulation = {"QuantizeLinear", "DequantizeLinear", "Cast"}
-        counts = Counter(n.op_type for n in graph.node if n.op_type not in emulation)
-        return [(f"{op} x{count}", "NPU") for op, count in sorted(counts.items())]
+        where = self.platform.name
+        counts = Counter(
+            (n.op_type, partition.place(n, where)) for n in graph.node if n.op_type not in emulation
+        )
+        return [(f"{op} x{count}", device) for (op, device), count in sorted(counts.items())]
+
+    def register_custom_ops(self, ops: list) -> None:
+        """rknn_register_custom_ops: the callbacks live with the program's binding."""
+        partition.register(self.shapes.binding, ops)
 
     def mem_size(self) -> dict[str, int]:
         sizes = self.weights.mem_size()

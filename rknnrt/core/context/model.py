@@ -12,7 +12,7 @@ import numpy as np
 
 from ...model import container
 from ...model.meta import ModelMeta
-from .. import log, memory, platforms
+from .. import log, memory, partition, platforms
 from ..errors import FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
 from ..executor import Program
 from ..io import InputPlan, OutputPlan
@@ -157,15 +157,23 @@ class Model:
         return None
 
     def program(self, weights: np.ndarray, in_place: bool = False) -> Program:
+        """One onnxruntime program, or NPU and CPU segments when the model has custom ops or
+        operators the platform's NPU lacks (core/partition.py)."""
+        if partition.needs_partition(self.graph, self.platform.name):
+            return partition.SegmentedProgram(  # type: ignore[return-value]
+                self.meta, self.graph, weights, self.platform.name
+            )
         return Program(self.meta, self.graph, weights, in_place)
 
     def log_fallback(self, options: InitOptions) -> None:
         """EXECUTE_FALLBACK_PRIOR_DEVICE_GPU: operators the NPU cannot run would prefer the GPU;
-        rknnrt has no GPU, so they would run on the CPU. The converter accepts only operators
-        the NPU runs, so nothing falls back; say so once."""
-        if options.fallback_gpu:
-            log.warning(
-                "RKNN_FLAG_EXECUTE_FALLBACK_PRIOR_DEVICE_GPU: rknnrt emulates no GPU; operators "
-                f"the NPU cannot run would fall back to the CPU ({self.platform.name}: every "
-                "operator of this model runs on the NPU)"
-            )
+        rknnrt has no GPU, so they run on the CPU (core/partition.py places them); say so once."""
+        if not options.fallback_gpu:
+            return
+        cpu_ops = sorted(partition.cpu_op_types(self.graph, self.platform.name))
+        placed = (f"{', '.join(cpu_ops)} run on the CPU" if cpu_ops
+                  else "every operator of this model runs on the NPU")  # fmt: skip
+        log.warning(
+            "RKNN_FLAG_EXECUTE_FALLBACK_PRIOR_DEVICE_GPU: rknnrt emulates no GPU; operators the "
+            f"NPU cannot run fall back to the CPU ({self.platform.name}: {placed})"
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import attrs, layouts
+from .. import attrs, layouts, partition
 from ..errors import FAIL, PARAM_INVALID, RknnError
 from ..executor import Binding, Program
 from ..io import InputPlan, OutputPlan
@@ -46,10 +46,12 @@ class Shapes:
         if program is None:
             self.binding = None
             return
-        self.binding = Binding(program, self.feeds, [plan.spec for plan in self.outputs])
+        binding_type = partition.binding_type(program)  # a segmented program binds its own way
+        self.binding = binding_type(program, self.feeds, [plan.spec for plan in self.outputs])
         self._per_set = {self.shape_set: (self.feeds, self.binding)}
 
     def unbind(self) -> None:
+        partition.destroy(self.binding)  # custom operators' destroy callbacks
         self.binding, self._program, self._per_set = None, None, {}
 
     def all_inputs_set(self) -> bool:

@@ -1,0 +1,176 @@
+"""rknn_custom_op.h, function for function (facts §4.3, §5.12; docs/custom-ops.md).
+
+`rknn_register_custom_ops` turns each `rknn_custom_op` structure into a `StructOp` (the core's
+view of an operator) and hands them to the context. A callback gets the documented arguments:
+an `rknn_custom_op_context` per node (made once, kept until rknn_destroy) and C arrays of
+`rknn_custom_op_tensor` describing the context's own buffers in place (made once per node,
+remade only when a buffer moves), so a run builds no structure.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from ..core import custom_ops, registry
+from ..core.context import Context
+from ..core.errors import CTX_INVALID, PARAM_INVALID, RknnError
+from . import constants as c
+from .marshal import array_at, c_api, context_handle, struct_at
+from .structs import (
+    rknn_custom_op,
+    rknn_custom_op_attr,
+    rknn_custom_op_context,
+    rknn_custom_op_tensor,
+)
+
+__all__ = ["rknn_register_custom_ops", "rknn_custom_op_get_op_attr"]
+
+_TYPES = {
+    "float32": c.RKNN_TENSOR_FLOAT32,
+    "float16": c.RKNN_TENSOR_FLOAT16,
+    "int8": c.RKNN_TENSOR_INT8,
+    "uint8": c.RKNN_TENSOR_UINT8,
+    "int16": c.RKNN_TENSOR_INT16,
+    "uint16": c.RKNN_TENSOR_UINT16,
+    "int32": c.RKNN_TENSOR_INT32,
+    "uint32": c.RKNN_TENSOR_UINT32,
+    "int64": c.RKNN_TENSOR_INT64,
+    "bool": c.RKNN_TENSOR_BOOL,
+}
+
+
+def _tensors(arrays: list[np.ndarray], names: list[str]) -> ctypes.Array:
+    """The arrays as a C array of rknn_custom_op_tensor: float32 NCHW for 4-D, in place."""
+    tensors = (rknn_custom_op_tensor * len(arrays))()
+    for tensor, array, name in zip(tensors, arrays, names):
+        attr, mem = tensor.attr, tensor.mem
+        attr.n_dims = array.ndim
+        for i, d in enumerate(array.shape):
+            attr.dims[i] = d
+        attr.name = name.encode()[: c.RKNN_MAX_NAME_LEN - 1]
+        attr.n_elems, attr.size = array.size, array.nbytes
+        attr.size_with_stride = array.nbytes
+        attr.fmt = c.RKNN_TENSOR_NCHW if array.ndim == 4 else c.RKNN_TENSOR_UNDEFINED
+        attr.type = _TYPES[array.dtype.name]
+        attr.qnt_type = c.RKNN_TENSOR_QNT_NONE
+        mem.virt_addr, mem.fd, mem.offset = array.ctypes.data, -1, 0
+        mem.size, mem.flags = array.nbytes, c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
+    return tensors
+
+
+class _NodeState:
+    """A node's rknn_custom_op_context and tensor arrays (the C side of one NodeInstance)."""
+
+    def __init__(self, node: custom_ops.NodeInstance, target: int) -> None:
+        self.op_ctx = rknn_custom_op_context()
+        self.op_ctx.target = target
+        self.op_ctx.internal_ctx = node.internal_id
+        self.key = -1
+        self.ins: ctypes.Array = (rknn_custom_op_tensor * 0)()
+        self.outs: ctypes.Array = (rknn_custom_op_tensor * 0)()
+
+    def tensors(
+        self, node: custom_ops.NodeInstance, ins: list[np.ndarray], outs: list[np.ndarray]
+    ) -> tuple[ctypes.Array, ctypes.Array]:
+        key = node.generation  # bumped whenever the context binds new buffers
+        if key != self.key:
+            self.ins, self.outs = _tensors(ins, node.inputs), _tensors(outs, node.outputs)
+            self.key = key
+        return self.ins, self.outs
+
+
+def _pointer(function: Any) -> Any:
+    return function if ctypes.cast(function, ctypes.c_void_p).value else None
+
+
+class StructOp:
+    """One registered rknn_custom_op as the core calls it (custom_ops.OpCallbacks)."""
+
+    def __init__(self, op: rknn_custom_op) -> None:
+        # Holding the structure (and the array it is part of) keeps Python callbacks alive:
+        # ctypes keeps a function pointer's thunk in the structure's objects.
+        self._keep = (op, getattr(op, "_b_base_", None))
+        self.op_type = op.op_type.decode(errors="replace")
+        self.target = int(op.target)
+        # A GPU op's callbacks run on the CPU target here (the core logs it once).
+        self._ctx_target = custom_ops.TARGET_CPU
+        self._init, self._prepare = _pointer(op.init), _pointer(op.prepare)
+        self._compute, self._destroy = _pointer(op.compute), _pointer(op.destroy)
+        self.has_prepare = self._prepare is not None
+        self.has_compute = self._compute is not None
+        self.has_compute_native = _pointer(op.compute_native) is not None
+
+    def _state(self, node: custom_ops.NodeInstance) -> _NodeState:
+        if not isinstance(node.state, _NodeState):
+            node.state = _NodeState(node, self._ctx_target)
+        return node.state
+
+    def _call(
+        self,
+        function: Any,
+        node: custom_ops.NodeInstance,
+        ins: list[np.ndarray],
+        outs: list[np.ndarray],
+    ) -> int:
+        if function is None:
+            return 0
+        state = self._state(node)
+        t_in, t_out = state.tensors(node, ins, outs)
+        return function(ctypes.byref(state.op_ctx), t_in, len(t_in), t_out, len(t_out))
+
+    def init(self, node, ins, outs) -> int:  # type: ignore[no-untyped-def]
+        return self._call(self._init, node, ins, outs)
+
+    def prepare(self, node, ins, outs) -> int:  # type: ignore[no-untyped-def]
+        return self._call(self._prepare, node, ins, outs)
+
+    def compute(self, node, ins, outs) -> int:  # type: ignore[no-untyped-def]
+        return self._call(self._compute, node, ins, outs)
+
+    def destroy(self, node: custom_ops.NodeInstance) -> int:
+        if self._destroy is None:
+            return 0
+        return self._destroy(ctypes.byref(self._state(node).op_ctx))
+
+
+@c_api
+def rknn_register_custom_ops(context: Any, op: Any, custom_op_num: int) -> None:
+    """Register all of the model's custom ops in one call, after rknn_init and before
+    rknn_run; `init` of each op runs here once per node. The structures are read now; a C
+    caller's callbacks must live until rknn_destroy (Python ctypes callbacks stored in the
+    structures are kept alive by the context)."""
+    ctx = registry.get(context_handle(context))
+    if not isinstance(ctx, Context):
+        raise RknnError(CTX_INVALID, "this call needs an rknn_context, not an rknn_matmul_ctx")
+    count = int(custom_op_num)
+    if count <= 0:
+        raise RknnError(PARAM_INVALID, f"custom_op_num is {count}; give at least one op")
+    ops = [StructOp(o) for o in array_at(op, rknn_custom_op, count, "op")]
+    ctx.locked("rknn_register_custom_ops", ctx.register_custom_ops, ops)
+
+
+def rknn_custom_op_get_op_attr(op_ctx: Any, attr_name: Any, op_attr: Any) -> None:
+    """Fill `op_attr` with the node's attribute `attr_name` (dtype, n_elems, data); n_elems 0
+    and data NULL when the node has none. Returns nothing, as in C; bad pointers are ignored."""
+    try:
+        context = struct_at(op_ctx, rknn_custom_op_context, "op_ctx")
+        out = struct_at(op_attr, rknn_custom_op_attr, "op_attr")
+    except RknnError:
+        return
+    if isinstance(attr_name, (bytes, str)):
+        name = attr_name.decode() if isinstance(attr_name, bytes) else attr_name
+    elif attr_name:
+        name = (ctypes.string_at(attr_name) or b"").decode(errors="replace")
+    else:
+        name = ""
+    value = custom_ops.lookup_attr(int(context.internal_ctx), name)
+    out.name = name.encode()[: c.RKNN_MAX_NAME_LEN - 1]
+    if value is None:
+        out.dtype, out.n_elems, out.data = 0, 0, None
+        return
+    out.dtype = _TYPES[value.dtype.name]
+    out.n_elems = value.size
+    out.data = value.ctypes.data if value.size else None

@@ -1,0 +1,375 @@
+"""A graph with custom operators run as NPU segments and CPU steps (docs/custom-ops.md).
+
+The model's graph is cut at each custom node: the runs of standard nodes between them become
+NPU segments, each its own onnxruntime session; a custom node is a CPU step that calls the
+registered operator. The tensors that cross between steps live in one arena allocated at
+rknn_init, each at an offset planned from first to last use (64-byte aligned, a guard area
+after each custom output), and every session reads and writes them there through IO binding,
+so a run copies nothing between segments.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from ..model.custom_ops import is_custom
+from ..model.meta import ModelMeta, TensorSpec
+from ..model.op_placement import CPU_OPS, device_for
+from . import custom_ops
+from .errors import MODEL_INVALID, PARAM_INVALID, RknnError
+from .executor import address_of, session_options
+
+_ALIGN = 64
+
+
+def cpu_op_types(graph: bytes, platform: str) -> set[str]:
+    """The op types of a model graph that run on the platform's CPU."""
+    if not needs_partition(graph, platform):
+        return set()
+    nodes = onnx.load_model_from_string(graph).graph.node
+    return {n.op_type for n in nodes if device_for(n, platform) == "CPU"}
+
+
+def needs_partition(graph: bytes, platform: str) -> bool:
+    """Whether a model graph has custom ops or ops the platform runs on the CPU."""
+    cpu_ops = CPU_OPS.get(platform, frozenset())
+    if b"rknnrt.custom" not in graph and not any(op.encode() in graph for op in cpu_ops):
+        return False  # cheap: a byte search before a parse
+    nodes = onnx.load_model_from_string(graph).graph.node
+    return any(device_for(n, platform) == "CPU" for n in nodes)
+
+
+@dataclass
+class Step:
+    """One NPU or CPU segment (session is set) or one custom node (node is set)."""
+
+    inputs: list[str]
+    outputs: list[str]
+    device: str
+    session: ort.InferenceSession | None = None
+    node: onnx.NodeProto | None = None
+    graph: bytes = b""  # the segment's ONNX model (for per-layer profiling)
+    # A custom step's storage conversions: (op type, source, destination, scale, zero point)
+    # before and after the op (int8/float16 <-> the float32 the op sees), run on the CPU.
+    pre: list[tuple] = field(default_factory=list)
+    post: list[tuple] = field(default_factory=list)
+    mids: list[str] = field(default_factory=list)  # the float32 tensors the op itself reads/writes
+
+
+def _types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    graph = inferred.graph
+    return {vi.name: vi.type for vi in [*graph.input, *graph.value_info, *graph.output]}
+
+
+def _segment(
+    nodes: list[onnx.NodeProto],
+    model: onnx.ModelProto,
+    ins: list[str],
+    outs: list[str],
+    types: dict[str, onnx.TypeProto],
+) -> onnx.ModelProto:
+    used = {i for n in nodes for i in n.input}
+    inits = [t for t in model.graph.initializer if t.name in used]
+    graph = onnx.helper.make_graph(
+        nodes,
+        "segment",
+        [onnx.helper.make_value_info(n, types[n]) for n in ins],
+        [onnx.helper.make_value_info(n, types[n]) for n in outs],
+        inits,
+    )
+    opsets = [o for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    return onnx.helper.make_model(graph, opset_imports=opsets, ir_version=model.ir_version)
+
+
+_CONVERSIONS = ("DequantizeLinear", "QuantizeLinear", "Cast")
+
+
+def _attached_conversions(nodes: list[onnx.NodeProto]) -> dict[int, tuple[list, list]]:
+    """Per custom node: the conversions that feed only it and those that only it feeds (the
+    converter's DequantizeLinear/Cast before and QuantizeLinear/Cast after, docs/custom-ops.md):
+    they run with the op on the CPU, so the tensors crossing are the stored int8/float16."""
+    producer = {o: n for n in nodes for o in n.output}
+    consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
+    for n in nodes:
+        for i in n.input:
+            consumers[i].append(n)
+    attached = {}
+    for node in nodes:
+        if not is_custom(node):
+            continue
+        pre = [
+            producer[i]
+            for i in node.input
+            if i in producer and producer[i].op_type in _CONVERSIONS and len(consumers[i]) == 1
+        ]
+        post = [
+            consumers[o][0]
+            for o in node.output
+            if len(consumers[o]) == 1 and consumers[o][0].op_type in _CONVERSIONS
+        ]
+        attached[id(node)] = (pre, post)
+    return attached
+
+
+def _conversion(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto]) -> tuple:
+    """(op type, source, destination, scale, zero point) of one attached conversion."""
+    scale = zp = None
+    if node.op_type != "Cast":
+        scale = onnx.numpy_helper.to_array(constants[node.input[1]]).astype(np.float32)
+        zp = onnx.numpy_helper.to_array(constants[node.input[2]]).astype(np.float32)
+    return (node.op_type, node.input[0], node.output[0], scale, zp)
+
+
+def _converter(kind: str, src: np.ndarray, dst: np.ndarray, scale: Any, zp: Any) -> Callable:
+    """A call that writes `dst` from `src` as the conversion node would (onnxruntime's
+    rounding: half to even; int8 saturation)."""
+    if kind == "DequantizeLinear":
+
+        def dequantize() -> None:
+            np.subtract(src, zp, out=dst, casting="unsafe")
+            np.multiply(dst, scale, out=dst)
+
+        return dequantize
+    if kind == "QuantizeLinear":
+        work = np.empty(src.shape, np.float32)
+        info = np.iinfo(dst.dtype)
+
+        def quantize() -> None:
+            np.divide(src, scale, out=work)
+            np.rint(work, out=work)
+            np.add(work, zp, out=work)
+            np.clip(work, info.min, info.max, out=work)
+            np.copyto(dst, work, casting="unsafe")
+
+        return quantize
+    return lambda: np.copyto(dst, src, casting="unsafe")
+
+
+class SegmentedProgram:
+    """The compiled steps of a graph with custom nodes; shared by duplicated contexts."""
+
+    def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray, platform: str) -> None:
+        model = onnx.load_model_from_string(graph)
+        try:
+            types = _types(model)
+        except Exception as exc:  # onnx raises several types for a bad graph
+            raise RknnError(MODEL_INVALID, f"the model's graph cannot be read: {exc}") from None
+        views = {}
+        for w in meta.weights:
+            dtype = np.dtype(np.bool_) if w.dtype == "bool" else np.dtype(w.dtype)
+            views[w.name] = weights[w.offset : w.offset + w.nbytes].view(dtype).reshape(w.shape)
+        self._keep = weights
+        self.input_names = [t.name for t in meta.inputs]
+        self.output_names = [t.name for t in meta.outputs]
+        self.weight_views: list[tuple[str, np.ndarray]] = []
+        inits = {t.name for t in model.graph.initializer}
+        nodes = list(model.graph.node)  # one set of node objects: they are keyed by id below
+        attached = _attached_conversions(nodes)
+        taken = {id(n) for pre, post in attached.values() for n in pre + post}
+        groups: list[list[onnx.NodeProto]] = []
+        for node in nodes:
+            if id(node) in taken:
+                continue
+            device = device_for(node, platform)
+            if is_custom(node):
+                pre, post = attached.get(id(node), ([], []))
+                groups.append([*pre, node, *post])
+            elif (
+                not groups
+                or any(is_custom(n) for n in groups[-1])
+                or device != device_for(groups[-1][0], platform)
+            ):
+                groups.append([node])
+            else:
+                groups[-1].append(node)
+        needed_later: list[set[str]] = []
+        later = set(self.output_names)
+        for group in reversed(groups):
+            needed_later.append(set(later))
+            later |= {i for n in group for i in n.input}
+        needed_later.reverse()
+        self.steps: list[Step] = []
+        for group, later in zip(groups, needed_later):
+            made = [o for n in group for o in n.output if o]
+            produced = set(made)
+            ins = list(
+                dict.fromkeys(
+                    i for n in group for i in n.input if i and i not in produced and i not in inits
+                )
+            )
+            outs = [o for o in made if o in later]
+            missing = [n for n in ins + outs if n not in types]
+            if missing:
+                raise RknnError(MODEL_INVALID, f"the types of {missing} are not in the graph")
+            custom = next((n for n in group if is_custom(n)), None)
+            if custom is not None:
+                constants = {t.name: t for t in model.graph.initializer}
+                pre, post = attached.get(id(custom), ([], []))
+                step = Step(ins, outs, "CPU", node=custom, mids=list(custom.output))
+                step.pre = [_conversion(n, constants) for n in pre]
+                step.post = [_conversion(n, constants) for n in post]
+                step.mids += [n.output[0] for n in pre]
+                self.steps.append(step)
+                continue
+            segment = _segment(group, model, ins, outs, types)
+            options = session_options()
+            external = [t.name for t in segment.graph.initializer if t.name in views]
+            if external:
+                options.add_external_initializers(
+                    external, [ort.OrtValue.ortvalue_from_numpy(views[n]) for n in external]
+                )
+            try:
+                serialized = segment.SerializeToString()
+                session = ort.InferenceSession(
+                    serialized, options, providers=["CPUExecutionProvider"]
+                )
+            except Exception as exc:  # onnxruntime raises several types for a bad graph
+                raise RknnError(MODEL_INVALID, f"a graph segment cannot be loaded: {exc}") from None
+            device = device_for(group[0], platform)
+            self.steps.append(Step(ins, outs, device, session=session, graph=serialized))
+        self.types = {n: t.tensor_type.elem_type for n, t in types.items()}
+        self.shapes = {n: [d.dim_value for d in t.tensor_type.shape.dim] for n, t in types.items()}
+        self.graph = model.graph
+        self.meta = meta
+
+
+def _dtype(elem: int) -> np.dtype:
+    return (
+        np.dtype(np.bool_)
+        if elem == onnx.TensorProto.BOOL
+        else np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem))
+    )
+
+
+class SegmentedBinding:
+    """One context's buffers and sessions' IO bindings for a SegmentedProgram; the same
+    interface as executor.Binding (outputs, addresses, replace_output, run)."""
+
+    def __init__(
+        self, program: SegmentedProgram, inputs: list[np.ndarray], outputs: list[TensorSpec]
+    ) -> None:
+        self._program = program
+        self.buffers: dict[str, np.ndarray] = dict(zip(program.input_names, inputs))
+        custom_outputs = {o for s in program.steps if s.node is not None for o in s.node.output}
+        for step in program.steps:
+            for name in [*step.mids, *step.outputs]:
+                if name in self.buffers or name in program.output_names:
+                    continue
+                dtype, shape = _dtype(program.types[name]), program.shapes[name]
+                if name in custom_outputs:
+                    self.buffers[name] = custom_ops.guarded_empty(shape, dtype)
+                else:
+                    self.buffers[name] = np.empty(shape, dtype)
+        self.outputs: list[np.ndarray] = []
+        self.addresses: list[int] = []
+        for spec in outputs:
+            dtype = np.dtype(np.bool_) if spec.dtype == "bool" else np.dtype(spec.dtype)
+            self.outputs.append(custom_ops.guarded_empty(spec.shape, dtype))
+            self.addresses.append(address_of(self.outputs[-1]))
+            self.buffers[spec.name] = self.outputs[-1]
+        self.custom = custom_ops.ContextOps.of_graph(program.graph, program.types)
+        self._bindings: list[tuple[Step, ort.IOBinding | None]] = []
+        for step in program.steps:
+            io = step.session.io_binding() if step.session is not None else None
+            self._bindings.append((step, io))
+        self._bind_all()
+
+    def _bind_all(self) -> None:
+        """Bind every session's IO to the buffers, and plan each run's calls (the hot path
+        then only calls: no lookups)."""
+        nodes = iter(self.custom.nodes)
+        self._plan: list[tuple] = []
+        for step, io in self._bindings:
+            if io is None:
+                node = next(nodes)
+                node.generation += 1
+                ins, outs = custom_ops.arrays_of(node, self.buffers)
+                guards = [custom_ops.guard_of(a) for a in outs]
+                b = self.buffers
+                pre = [_converter(k, b[x], b[y], sc, zp) for k, x, y, sc, zp in step.pre]
+                post = [_converter(k, b[x], b[y], sc, zp) for k, x, y, sc, zp in step.post]
+                self._plan.append((None, None, (node, ins, outs, guards, pre, post)))
+            else:
+                self._plan.append((step.session, io, ()))
+        for step, io in self._bindings:
+            if io is None:
+                continue
+            for name in step.inputs:
+                a = self.buffers[name]
+                io.bind_input(name, "cpu", 0, a.dtype, a.shape, address_of(a))
+            for name in step.outputs:
+                a = self.buffers[name]
+                io.bind_output(name, "cpu", 0, a.dtype, a.shape, address_of(a))
+
+    def replace_output(self, index: int) -> None:
+        """Give output `index` a new buffer (the old one now belongs to whoever holds it)."""
+        old = self.outputs[index]
+        array = custom_ops.guarded_empty(list(old.shape), old.dtype)
+        name = self._program.output_names[index]
+        self.outputs[index], self.addresses[index] = array, address_of(array)
+        self.buffers[name] = array
+        self._bind_all()
+
+    def run(self) -> None:
+        self.custom.started = True
+        for session, io, node_args in self._plan:
+            if io is not None:
+                session.run_with_iobinding(io)
+            else:
+                self.run_custom(*node_args)
+
+    def run_custom(self, node: custom_ops.NodeInstance, ins: list, outs: list, guards: list,
+                   pre: list[Callable], post: list[Callable]) -> None:  # fmt: skip
+        """One custom step: its input conversions, the op, its output conversions."""
+        for convert in pre:
+            convert()
+        self.custom.run_node(node, ins, outs, guards)
+        for convert in post:
+            convert()
+
+    def custom_calls(self) -> list[tuple]:
+        """The arguments of run_custom for each custom step, in graph order."""
+        return [args for session, io, args in self._plan if io is None]
+
+    def register(self, ops: list[custom_ops.OpCallbacks]) -> None:
+        self.custom.register(ops, self.buffers)
+
+    def destroy(self) -> None:
+        self.custom.destroy()
+
+
+def register(binding: object, ops: list[custom_ops.OpCallbacks]) -> None:
+    """rknn_register_custom_ops on a context whose binding is `binding`."""
+    if not isinstance(binding, SegmentedBinding):
+        raise RknnError(
+            PARAM_INVALID,
+            "this model has no custom ops (nothing to register)"
+            if binding is not None
+            else "the context has no weights loaded",
+        )
+    binding.register(ops)
+
+
+def destroy(binding: object) -> None:
+    if isinstance(binding, SegmentedBinding):
+        binding.destroy()
+
+
+def binding_type(program: object) -> type:
+    """The binding class for a program (executor.Binding, or SegmentedBinding)."""
+    from .executor import Binding
+
+    return SegmentedBinding if isinstance(program, SegmentedProgram) else Binding
+
+
+def place(node: onnx.NodeProto, platform: str) -> str:
+    """Where a node of a model graph runs (model/op_placement.py)."""
+    return device_for(node, platform)
