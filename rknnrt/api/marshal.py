@@ -115,6 +115,8 @@ def address_of(arg: Any, what: str) -> tuple[int, int | None]:
 
 def struct_at(arg: Any, ctype: type[T], what: str, size: int | None = None) -> T:
     """The `ctype` structure a pointer argument points to (`size`: the C size parameter)."""
+    if type(arg) is int and arg > 0:  # a raw address: what every call from C passes
+        return ctype.from_address(arg)
     if isinstance(arg, ctype):
         return arg
     if isinstance(arg, _CArgObject) and isinstance(arg._obj, ctype):
