@@ -80,10 +80,14 @@ def _externalize(model: onnx.ModelProto) -> tuple[bytes, list[WeightSpec]]:
     """Move the weights (float, int8 and int32 constants) into the blob."""
     blob = bytearray()
     specs = []
+    # Resize/Upsample roi and scales are float but read by shape inference when onnxruntime
+    # loads the graph, before external initializers are bound: they must stay inline.
+    read_at_load = {name for node in model.graph.node if node.op_type in ("Resize", "Upsample")
+                    for name in node.input[1:]}  # fmt: skip
     for tensor in model.graph.initializer:
         if tensor.data_type not in _WEIGHT_TYPES:
             continue
-        if tensor.name.endswith(_INLINE_SUFFIXES):
+        if tensor.name.endswith(_INLINE_SUFFIXES) or tensor.name in read_at_load:
             continue
         array = numpy_helper.to_array(tensor)
         data = np.ascontiguousarray(array).tobytes()
