@@ -172,8 +172,6 @@ class RKNN:
                     f"dynamic_input: {platform} has no dynamic shapes (only "
                     f"{', '.join(sorted(targets.DYNAMIC_SHAPES))})"
                 )
-            if do_quantization:
-                raise ConversionError("dynamic_input with do_quantization is not supported yet")
             model = onnx.ModelProto()
             model.CopyFrom(self._onnx)
             shape_sets = onnx_import.apply_shape_sets(model, self._config["dynamic_input"])

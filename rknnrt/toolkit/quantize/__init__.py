@@ -1,0 +1,87 @@
+"""Quantisation as the vendor's toolkit does it: calibrate, choose scales, rewrite the graph.
+
+w8a8: every tensor the NPU stores gets int8 asymmetric per-tensor parameters from calibration
+('normal' = min/max; 'mmse' = the clipping range with the least quantisation error); weights are
+int8 symmetric per output channel ('channel') or per tensor ('layer'); biases int32 with scale
+s_in * s_w. The rewritten graph is ONNX QDQ (QuantizeLinear/DequantizeLinear around float ops),
+which onnxruntime fuses into integer kernels (QLinearConv, QGemm, ...): int32 accumulation and
+requantisation at each stored tensor, as on the NPU.
+
+fp16: every stored tensor is rounded to float16 (Cast to float16 and back), weights are stored
+as float16, and the model's inputs and outputs are float16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+
+from ..errors import ConversionError
+from .calibrate import ALGORITHMS, QParams, _Histogram, _progress, asymmetric, calibrate
+from .dataset import at_shape_sets, load_dataset
+from .dtypes import QUANTIZED_DTYPES, check_dtype
+from .fp16 import emulate_fp16
+from .graph import at_least_opset, float_tensors, stored_tensors
+from .hybrid import choose_float_layers, rank_layers
+from .qdq import insert_qdq
+
+__all__ = [
+    "ALGORITHMS", "QUANTIZED_DTYPES", "QParams", "QuantizedProgram", "_Histogram", "asymmetric",
+    "calibrate", "check_dtype", "choose_float_layers", "emulate_fp16", "load_dataset",
+    "quantize_model", "rank_layers", "stored_tensors",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class QuantizedProgram:
+    """What quantisation hands the rest of the converter."""
+
+    program: onnx.ModelProto  # the QDQ program
+    io_qparams: dict[str, tuple[float, int]]  # (scale, zp) of the graph's int8 inputs/outputs
+    tensor_qparams: dict[str, tuple[float, int]]  # (scale, zp) of every int8 tensor, by name
+
+
+def quantize_model(
+    model: onnx.ModelProto,
+    samples: Sequence[list[np.ndarray]],
+    *,
+    algorithm: str = "normal",
+    per_channel: bool = True,
+    float_layers: Collection[str] = (),
+    overrides: Mapping[str, tuple[float, int]] | None = None,
+    progress: Callable[[int, int], None] = _progress,
+    shape_sets: list[list[list[int]]] | None = None,
+) -> QuantizedProgram:
+    """The one entry point of int8 quantisation: calibrate `model` on `samples` (normalised
+    with mean/std, in the model's own layout, one array per graph input) and rewrite it as a
+    w8a8 QDQ program.
+
+    `float_layers`: names of nodes to keep in float16 (hybrid quantisation); `overrides`:
+    (scale, zp) per tensor name that replace the calibrated ones (hybrid step 2's edited
+    parameters); `shape_sets`: config(dynamic_input=...), to calibrate at every shape set
+    (dataset.at_shape_sets)."""
+    if algorithm not in ALGORITHMS:
+        raise ConversionError(f"quantized_algorithm '{algorithm}' is not one of {ALGORITHMS}")
+    model = at_least_opset(model, 13)  # per-axis QDQ needs opset 13
+    names = {node.name for node in model.graph.node}
+    unknown = sorted(set(float_layers) - names)
+    if unknown:
+        raise ConversionError(f"float layers {unknown} are not nodes of the model")
+    floats = float_tensors(model)
+    half = {out for node in model.graph.node if node.name in set(float_layers)
+            for out in node.output}  # fmt: skip
+    tensors = [t for t in stored_tensors(model.graph) if t in floats and t not in half]
+    samples = at_shape_sets(list(samples), shape_sets)
+    qparams = calibrate(model, samples, tensors, algorithm, progress)
+    for name, (scale, zp) in (overrides or {}).items():
+        if name in qparams:
+            qparams[name] = QParams(float(scale), int(zp))
+    program, io_params, _ = insert_qdq(model, qparams, per_channel, float_layers)
+    return QuantizedProgram(
+        program,
+        {name: (qp.scale, qp.zp) for name, qp in io_params.items()},
+        {name: (qp.scale, qp.zp) for name, qp in qparams.items()},
+    )
