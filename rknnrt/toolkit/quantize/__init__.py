@@ -54,6 +54,7 @@ def quantize_model(
     overrides: Mapping[str, tuple[float, int]] | None = None,
     progress: Callable[[int, int], None] = _progress,
     shape_sets: list[list[list[int]]] | None = None,
+    symmetric_weights: bool = False,
 ) -> QuantizedProgram:
     """The one entry point of int8 quantisation: calibrate `model` on `samples` (normalised
     with mean/std, in the model's own layout, one array per graph input) and rewrite it as a
@@ -62,7 +63,8 @@ def quantize_model(
     `float_layers`: names of nodes to keep in float16 (hybrid quantisation); `overrides`:
     (scale, zp) per tensor name that replace the calibrated ones (hybrid step 2's edited
     parameters); `shape_sets`: config(dynamic_input=...), to calibrate at every shape set
-    (dataset.at_shape_sets)."""
+    (dataset.at_shape_sets); `symmetric_weights`: rknnrt's former +-127 weights instead of the
+    vendor's asymmetric ones (rules.weight_qparams)."""
     if algorithm not in ALGORITHMS:
         raise ConversionError(f"quantized_algorithm '{algorithm}' is not one of {ALGORITHMS}")
     model = at_least_opset(model, 13)  # per-axis QDQ needs opset 13
@@ -79,7 +81,7 @@ def quantize_model(
     for name, (scale, zp) in (overrides or {}).items():
         if name in qparams:
             qparams[name] = QParams(float(scale), int(zp))
-    program, io_params, _ = insert_qdq(model, qparams, per_channel, float_layers)
+    program, io_params, _ = insert_qdq(model, qparams, per_channel, float_layers, symmetric_weights)
     return QuantizedProgram(
         program,
         {name: (qp.scale, qp.zp) for name, qp in io_params.items()},

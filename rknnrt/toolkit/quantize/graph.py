@@ -18,8 +18,9 @@ KEEP_INPUT_QUANT = frozenset(
 _FUSES_ACTIVATION = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul", "Add"})
 _ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSwish"})
 # Ops the vendor runs in float16 when they end the model (facts: a final Softmax gives a
-# float16 output, not int8).
-FLOAT_OUTPUT_OPS = frozenset({"Softmax", "LogSoftmax", "Sigmoid", "Exp"})
+# float16 output, not int8). A final Sigmoid does NOT: the vendor's output is int8 (measured,
+# tools/vendor_diff on two_io and yolov5s_like: 'score_int8', 'out0_int8' with zp -128).
+FLOAT_OUTPUT_OPS = frozenset({"Softmax", "LogSoftmax", "Exp"})
 _QUANT_WEIGHT_OPS = {"Conv": 1, "ConvTranspose": 1, "Gemm": 1, "MatMul": 1}
 
 
@@ -41,9 +42,22 @@ def stored_tensors(graph: onnx.GraphProto) -> list[str]:
                 and users[0].op_type in _ACTIVATIONS
                 and out not in outputs
             )
-            if out and not fused:
+            if out and not fused and not _silu_gate(node, users, outputs):
                 names.append(out)
     return names
+
+
+def _silu_gate(node: onnx.NodeProto, users: list[onnx.NodeProto], outputs: set[str]) -> bool:
+    """x * Sigmoid(x) (SiLU/Swish) is one NPU op: the Sigmoid's output is never stored.
+    Measured: the vendor's quantisation config of yolov5s_like lists the conv and Mul
+    outputs of every SiLU and no Sigmoid output (tools/vendor_diff)."""
+    return (
+        node.op_type == "Sigmoid"
+        and len(users) == 1
+        and users[0].op_type == "Mul"
+        and node.input[0] in users[0].input
+        and node.output[0] not in outputs
+    )
 
 
 def at_least_opset(model: onnx.ModelProto, version: int) -> onnx.ModelProto:

@@ -17,6 +17,7 @@ from .graph import (
     _drop_unused_initializers,
     propagate,
 )
+from .rules import quantize_weight, weight_qparams
 
 
 def _weight_axis(node: onnx.NodeProto, weight: np.ndarray) -> int | None:
@@ -34,7 +35,7 @@ def _weight_axis(node: onnx.NodeProto, weight: np.ndarray) -> int | None:
 
 def insert_qdq(
     model: onnx.ModelProto, qparams: dict[str, QParams], per_channel: bool,
-    float_nodes: Collection[str] = (),
+    float_nodes: Collection[str] = (), symmetric_weights: bool = False,
 ) -> tuple[onnx.ModelProto, dict[str, QParams], set[str]]:  # fmt: skip
     """The w8a8 program: int8 inputs and outputs (float16 for outputs of FLOAT_OUTPUT_OPS),
     QDQ around every stored tensor, int8 weights and int32 biases. Nodes named in
@@ -80,7 +81,7 @@ def insert_qdq(
         if node.name in float_nodes:
             _half_weights(node, inits, const)
         else:
-            _quantize_weights(node, inits, qparams, per_channel, const, head)
+            _quantize_weights(node, inits, qparams, per_channel, const, head, symmetric_weights)
         rewritten.append(node)
         for k, name in enumerate(node.output):
             if node.name in float_nodes and name not in qparams and name not in graph_outputs:
@@ -129,8 +130,8 @@ def _half_weights(node: onnx.NodeProto, inits: dict, const) -> None:
             node.input[k] = const(f"{name}__fp16w", array.astype(np.float16).astype(np.float32))
 
 
-def _quantize_weights(node, inits, qparams, per_channel, const, head) -> None:
-    """int8 symmetric weights (per output channel or per tensor) and int32 biases."""
+def _quantize_weights(node, inits, qparams, per_channel, const, head, symmetric=False) -> None:
+    """int8 weights (rules.weight_qparams) and int32 biases at s_in * s_w."""
     if node.op_type not in _QUANT_WEIGHT_OPS or len(node.input) < 2:
         return
     weight = inits.get(node.input[1])
@@ -144,19 +145,11 @@ def _quantize_weights(node, inits, qparams, per_channel, const, head) -> None:
     if source.endswith("__dq"):
         source = source[: -len("__dq")]
     in_qp = qparams.get(source)
-    if per_channel:
-        other = tuple(d for d in range(w.ndim) if d != axis)
-        scale = np.max(np.abs(w), axis=other) / 127.0
-    else:
-        scale = np.array([np.max(np.abs(w)) / 127.0])
-    scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
-    shape = [1] * w.ndim
-    shape[axis] = -1
-    broadcast = scale.reshape(shape) if per_channel else scale[0]
-    q = np.clip(np.round(w / broadcast), -127, 127).astype(np.int8)
+    scale, zp = weight_qparams(w, axis, per_channel, symmetric)
+    q = quantize_weight(w, scale, zp, axis)
     name = node.input[1]
     s = const(f"{name}__wscale", scale if per_channel else np.array(scale[0], np.float32))
-    z = const(f"{name}__wzp", np.zeros(scale.shape if per_channel else (), np.int8))
+    z = const(f"{name}__wzp", zp if per_channel else np.array(zp[0], np.int8))
     qname = const(f"{name}__q", q)
     attrs = {"axis": axis} if per_channel else {}
     head.append(helper.make_node("DequantizeLinear", [qname, s, z], [f"{name}__dq"], **attrs))

@@ -1,0 +1,44 @@
+"""The vendor's int8 rules, each in one place with the measurement that justified it
+(rknn-toolkit2 2.5.0, rk3588, 'normal'/'channel', re-drawn light models; issue 15 and
+docs/quantization.md). rknnrt's earlier choices stay available only as named options.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .calibrate import asymmetric
+
+
+def weight_qparams(
+    w: np.ndarray, axis: int, per_channel: bool, symmetric: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(scale, zero point) of a weight tensor, one per output channel (or one in all).
+
+    Vendor rule (issue 15, cause 1): weights are quantised ASYMMETRICALLY like activations,
+    scale = (max - min) / 255 and zp = -128 - round(min / scale) over each channel's range
+    widened to hold 0. Evidence: patching this alone into rknnrt raised rknnrt-vs-vendor
+    cosine from 0.991/0.988/0.967/0.962 to 0.9995/0.997/0.979/0.984 (SqueezeNet, Inception v1,
+    ShuffleNet, ResNet-50) and reproduced SqueezeNet's first conv exactly.
+    `symmetric=True`: rknnrt's former choice, +-127 with zp 0 (an explicit option)."""
+    if per_channel:
+        other = tuple(d for d in range(w.ndim) if d != axis)
+        lo, hi = np.min(w, axis=other), np.max(w, axis=other)
+    else:
+        lo, hi = np.array([w.min()]), np.array([w.max()])
+    if symmetric:
+        scale = np.maximum(np.abs(lo), np.abs(hi)) / 127.0
+        scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+        return scale, np.zeros(scale.shape, np.int8)
+    params = [asymmetric(a, b) for a, b in zip(lo, hi)]
+    scale = np.array([p.scale for p in params], np.float32)
+    zp = np.array([p.zp for p in params], np.int8)
+    return scale, zp
+
+
+def quantize_weight(w: np.ndarray, scale: np.ndarray, zp: np.ndarray, axis: int) -> np.ndarray:
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    s = scale.reshape(shape) if scale.size > 1 else scale[0]
+    z = zp.reshape(shape).astype(np.float64) if zp.size > 1 else float(zp[0])
+    return np.clip(np.round(w / s) + z, -128, 127).astype(np.int8)
