@@ -114,8 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     data = samples(model, args.samples + 1, args.seed)
     calib, test = data[:-1], data[-1]
     if args.recorded:
+        from .regenerate import expand
+
         with open(args.recorded) as f:
-            vendor = json.load(f)["vendor"]
+            vendor = expand(json.load(f)["vendor"], [o.name for o in model.graph.output])
     elif args.vendor_python:
         vendor = vendor_side(model, calib, test, args.vendor_python, args.algorithm, args.method)
     else:

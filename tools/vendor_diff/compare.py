@@ -109,7 +109,7 @@ def output_steps(ours: list, vendor: list, vendor_tensors: dict, names: list[str
     for name, a, b in zip(names, ours, vendor):
         a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
         cos = float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-30))
-        v = vendor_tensors.get(name, {})
+        v = vendor_tensors.get(f"{name}_int8", vendor_tensors.get(name, {}))
         entry = {"name": name, "cosine": cos}
         if "scale" in v:
             steps = np.round(np.abs(a - b) / v["scale"])

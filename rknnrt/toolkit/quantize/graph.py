@@ -9,14 +9,21 @@ from ..errors import ConversionError
 from .calibrate import QParams
 
 # Ops whose output keeps the input's quantisation (vendor: MaxPool keeps its input's scale and
-# zero point); layout-only ops move bytes, they do not requantise.
+# zero point); layout-only ops move bytes, they do not requantise. Not Split: the vendor
+# calibrates each Split output on its own (op_zoo: split9 0.0079359/-94 under an input of
+# 0.0089558/-96, tools/vendor_diff); rknnrt's former choice is SPLIT_KEEPS_INPUT_QUANT.
 KEEP_INPUT_QUANT = frozenset(
-    {"MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Slice", "Split",
+    {"MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Slice",
      "Gather", "Identity", "DepthToSpace", "SpaceToDepth", "Resize", "Upsample"}
 )  # fmt: skip
+SPLIT_KEEPS_INPUT_QUANT = KEEP_INPUT_QUANT | {"Split"}
 # An activation right after these is fused on the NPU: the tensor between is never stored.
 _FUSES_ACTIVATION = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul", "Add"})
-_ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSwish"})
+# Only Relu/Clip fuse that way. Measured (tools/vendor_diff, ocr_det_like and op_zoo): the
+# vendor stores the conv output before HardSwish, LeakyRelu and Sigmoid with its own
+# calibrated scale/zp (conv3 0.016927/-16 before hardswish5 0.010077/-91), and before a Relu
+# with the Relu's parameters (conv9 = relu11 = 0.0086362/-128), which is the fused result.
+_ACTIVATIONS = frozenset({"Relu", "Clip"})
 # Ops the vendor runs in float16 when they end the model (facts: a final Softmax gives a
 # float16 output, not int8). A final Sigmoid does NOT: the vendor's output is int8 (measured,
 # tools/vendor_diff on two_io and yolov5s_like: 'score_int8', 'out0_int8' with zp -128).
@@ -44,7 +51,33 @@ def stored_tensors(graph: onnx.GraphProto) -> list[str]:
             )
             if out and not fused and not _silu_gate(node, users, outputs):
                 names.append(out)
-    return names
+    fused_adds = conv_add_fusions(graph, consumers, outputs)
+    return [n for n in names if n not in fused_adds]
+
+
+def conv_add_fusions(graph: onnx.GraphProto, consumers: dict, outputs: set[str]) -> set[str]:
+    """Conv outputs the vendor adds inside the convolution (Conv+Add(+Relu) fusion, issue 15
+    cause 5): a Conv output whose only consumer is an Add is never stored when that Conv is
+    the Add's last input computed (the other operand exists when the conv runs). Measured
+    (tools/vendor_diff): two_io's depthwise conv c2 in Add(r1, c2) has no int8 tensor in the
+    vendor's config, while ocr_det_like's lateral convs, computed before the other operand
+    of their FPN Adds, keep theirs (conv41 before resize48)."""
+    producers = {out: (k, node) for k, node in enumerate(graph.node) for out in node.output}
+    fused: set[str] = set()
+    for node in graph.node:
+        if node.op_type not in ("Add", "Sum") or len(node.input) != 2:
+            continue
+        candidates = [
+            producers[i] for i in node.input
+            if i in producers and producers[i][1].op_type == "Conv" and i not in outputs
+            and len(consumers.get(i, [])) == 1
+        ]  # fmt: skip
+        others = [producers[i][0] for i in node.input if i in producers]
+        if candidates:
+            index, conv = max(candidates, key=lambda item: item[0])
+            if index == max(others):
+                fused.add(conv.output[0])
+    return fused
 
 
 def _silu_gate(node: onnx.NodeProto, users: list[onnx.NodeProto], outputs: set[str]) -> bool:
