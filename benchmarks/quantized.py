@@ -70,9 +70,9 @@ def main() -> None:
             x = rng.rand(*shape).astype(np.float32)
             int8, fp16 = build(path, True, calib, folder), build(path, False, calib, folder)
             runs = {
-                "ort": lambda: session.run(None, {feed_name: x}),
-                "int8": lambda: int8.inference([x], data_format="nchw"),
-                "fp16": lambda: fp16.inference([x], data_format="nchw"),
+                "ort": lambda s=session, n=feed_name, x=x: s.run(None, {n: x}),
+                "int8": lambda r=int8, x=x: r.inference([x], data_format="nchw"),
+                "fp16": lambda r=fp16, x=x: r.inference([x], data_format="nchw"),
             }
             times: dict[str, list[float]] = {k: [] for k in runs}
             for fn in runs.values():
