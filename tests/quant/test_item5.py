@@ -208,3 +208,33 @@ def test_shape_sets_resample_calibration_samples() -> None:
     assert out[1][0].shape == (1, 3, 8, 2)
     np.testing.assert_array_equal(out[1][0][0, 0, :, 0], x[0, 0, [0, 0, 1, 1, 2, 2, 3, 3], 0])
     np.testing.assert_array_equal(out[1][0][0, 0, 0, :], x[0, 0, 0, [0, 2]])
+
+
+def test_softmax_wrapped_in_flatten_reshape_gives_a_float16_output(make_ctx) -> None:
+    """SqueezeNet after the opset upgrade: GlobalAveragePool -> Flatten -> Softmax -> Reshape.
+    The vendor's output is float16 (issue 15 cause 6); the tensors between stay float."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]),
+        helper.make_node("GlobalAveragePool", ["c"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Softmax", ["f"], ["s"], axis=1),
+        helper.make_node("Reshape", ["s", "shape"], ["prob"]),
+    ]
+    w = np.random.RandomState(0).randn(10, 3, 1, 1).astype(np.float32)
+    graph = helper.make_graph(
+        nodes, "wrapped",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [1, 10, 1, 1])],
+        [numpy_helper.from_array(w, "w"),
+         numpy_helper.from_array(np.array([1, 10, 1, 1], np.int64), "shape")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    q = quantize_model(model, [[x] for x in dataset(model, 4, 1)], progress=lambda d, t: None)
+    assert "s" not in q.tensor_qparams and "prob" not in q.io_qparams
+    ctx = make_ctx(build(model, True, dataset(model, 4, seed=1)))
+    assert query(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, 0).type == rk.RKNN_TENSOR_FLOAT16
+    x = dataset(model, 1, seed=2)[0]
+    (got,) = infer(ctx, [x], 1)
+    assert cosine(got, reference(model, x)[0]) >= 0.9999

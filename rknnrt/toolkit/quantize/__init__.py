@@ -24,7 +24,7 @@ from .calibrate import ALGORITHMS, QParams, _Histogram, _progress, asymmetric, c
 from .dataset import at_shape_sets, load_dataset
 from .dtypes import QUANTIZED_DTYPES, check_dtype
 from .fp16 import emulate_fp16
-from .graph import at_least_opset, float_tensors, stored_tensors
+from .graph import at_least_opset, float_output_tails, float_tensors, stored_tensors
 from .hybrid import choose_float_layers, rank_layers
 from .qdq import insert_qdq
 
@@ -75,6 +75,7 @@ def quantize_model(
     floats = float_tensors(model)
     half = {out for node in model.graph.node if node.name in set(float_layers)
             for out in node.output}  # fmt: skip
+    half |= float_output_tails(model.graph)[1]  # a final Softmax's output, wrapped or not
     tensors = [t for t in stored_tensors(model.graph) if t in floats and t not in half]
     samples = at_shape_sets(list(samples), shape_sets)
     qparams = calibrate(model, samples, tensors, algorithm, progress)

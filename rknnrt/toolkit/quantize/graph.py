@@ -18,7 +18,8 @@ KEEP_INPUT_QUANT = frozenset(
 )  # fmt: skip
 SPLIT_KEEPS_INPUT_QUANT = KEEP_INPUT_QUANT | {"Split"}
 # An activation right after these is fused on the NPU: the tensor between is never stored.
-_FUSES_ACTIVATION = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul", "Add"})
+# A two-input opset-9 Sum is the vendor's Add (issue 15 cause 5; ShuffleNet's residuals).
+_FUSES_ACTIVATION = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sum"})
 # Only Relu/Clip fuse that way. Measured (tools/vendor_diff, ocr_det_like and op_zoo): the
 # vendor stores the conv output before HardSwish, LeakyRelu and Sigmoid with its own
 # calibrated scale/zp (conv3 0.016927/-16 before hardswish5 0.010077/-91), and before a Relu
@@ -28,6 +29,10 @@ _ACTIVATIONS = frozenset({"Relu", "Clip"})
 # float16 output, not int8). A final Sigmoid does NOT: the vendor's output is int8 (measured,
 # tools/vendor_diff on two_io and yolov5s_like: 'score_int8', 'out0_int8' with zp -128).
 FLOAT_OUTPUT_OPS = frozenset({"Softmax", "LogSoftmax", "Exp"})
+# Layout ops that may wrap a final float op (issue 15 cause 6: after the opset 9 -> 13 upgrade
+# SqueezeNet's final Softmax sits between Flatten and Reshape; the vendor's output is still
+# float16).
+_WRAPPING_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"})
 _QUANT_WEIGHT_OPS = {"Conv": 1, "ConvTranspose": 1, "Gemm": 1, "MatMul": 1}
 
 
@@ -136,3 +141,26 @@ def _drop_unused_initializers(graph: onnx.GraphProto) -> None:
     keep = [t for t in graph.initializer if t.name in used]
     del graph.initializer[:]
     graph.initializer.extend(keep)
+
+
+def float_output_tails(graph: onnx.GraphProto) -> tuple[set[str], set[str]]:
+    """(graph outputs that are float16 because a FLOAT_OUTPUT_OPS op ends the model, possibly
+    wrapped in layout ops; the tensors between that op and the output, kept float)."""
+    producers = {out: node for node in graph.node for out in node.output}
+    uses: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            uses[name] = uses.get(name, 0) + 1
+    outputs, tails = set(), set()
+    for vi in graph.output:
+        chain, name = [], vi.name
+        node = producers.get(name)
+        while node is not None and node.op_type in _WRAPPING_OPS and node.input:
+            chain.append(node.input[0])
+            node = producers.get(node.input[0])
+            if uses.get(chain[-1], 0) != 1:
+                node = None
+        if node is not None and node.op_type in FLOAT_OUTPUT_OPS:
+            outputs.add(vi.name)
+            tails.update(chain)
+    return outputs, tails

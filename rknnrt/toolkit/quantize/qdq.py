@@ -12,9 +12,9 @@ from onnx import TensorProto, helper, numpy_helper
 from .calibrate import QParams
 from .graph import (
     _QUANT_WEIGHT_OPS,
-    FLOAT_OUTPUT_OPS,
     _consumers_rename,
     _drop_unused_initializers,
+    float_output_tails,
     propagate,
 )
 from .rules import quantize_weight, weight_qparams
@@ -48,8 +48,7 @@ def insert_qdq(
     inits = {t.name: t for t in graph.initializer}
     producers = {o: n for n in graph.node for o in n.output}
     graph_outputs = {o.name for o in graph.output}
-    float_outputs = {o for o in graph_outputs if producers.get(o) is not None
-                     and producers[o].op_type in FLOAT_OUTPUT_OPS}  # fmt: skip
+    float_outputs, _ = float_output_tails(graph)
     float_nodes = set(float_nodes)
     float_outputs |= {o for o in graph_outputs if o in producers
                       and producers[o].name in float_nodes and o not in qparams}  # fmt: skip
