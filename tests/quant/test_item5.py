@@ -121,27 +121,35 @@ def test_float_layers_stay_float16_and_help(make_ctx) -> None:
         quantize_model(model, calib, float_layers=["no_such_node"], **quiet)
 
 
-def test_float_layers_lower_the_error_of_the_chosen_layers() -> None:
+def test_float_layers_lower_the_error() -> None:
+    """The chosen layers in float16 bring the output closer to float, and every conv in
+    float16 much closer (mean over several inputs)."""
     model = ocr_det_like()
     calib = [[x] for x in dataset(model, 6, seed=6)]
     quiet = {"progress": lambda d, t: None}
     plain = quantize_model(model, calib, **quiet)
-    chosen = choose_float_layers(model, calib, plain, count=4, min_drop=0.0)
-    hybrid = quantize_model(model, calib, float_layers=chosen, **quiet)
-    x = dataset(model, 1, seed=7)[0]
-    want = reference(model, x)[0]
+    chosen = choose_float_layers(model, calib, plain, count=8, min_drop=0.0)
+    convs = [n.name for n in model.graph.node if n.op_type == "Conv"]
+    tests = dataset(model, 4, seed=7)
 
-    def error(q) -> float:
+    def error(float_layers) -> float:
+        q = quantize_model(model, calib, float_layers=float_layers, **quiet)
         sess = ort.InferenceSession(q.program.SerializeToString(),
                                     providers=["CPUExecutionProvider"])  # fmt: skip
-        scale, zp = q.io_qparams["x"]
-        (out,) = sess.run(None, {"x": np.clip(np.round(x / scale) + zp, -128, 127).astype(np.int8)})
-        if "prob" in q.io_qparams:  # int8, unless the last conv is a float16 layer
-            oscale, ozp = q.io_qparams["prob"]
-            out = (out.astype(np.float32) - ozp) * oscale
-        return float(np.abs(out.astype(np.float32) - want).mean())
+        total = 0.0
+        for x in tests:
+            scale, zp = q.io_qparams["x"]
+            xq = np.clip(np.round(x / scale) + zp, -128, 127).astype(np.int8)
+            (out,) = sess.run(None, {"x": xq})
+            if "prob" in q.io_qparams:  # int8, unless the last conv is a float16 layer
+                oscale, ozp = q.io_qparams["prob"]
+                out = (out.astype(np.float32) - ozp) * oscale
+            total += float(np.abs(out.astype(np.float32) - reference(model, x)[0]).mean())
+        return total / len(tests)
 
-    assert error(hybrid) < error(plain)
+    base = error(())
+    assert error(chosen) < base
+    assert error(convs) < 0.8 * base
 
 
 @pytest.mark.parametrize(

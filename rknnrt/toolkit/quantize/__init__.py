@@ -20,6 +20,7 @@ import numpy as np
 import onnx
 
 from ..errors import ConversionError
+from ..passes import split_concat_conv
 from .calibrate import ALGORITHMS, QParams, _Histogram, _progress, asymmetric, calibrate
 from .dataset import at_shape_sets, load_dataset
 from .dtypes import QUANTIZED_DTYPES, check_dtype
@@ -27,6 +28,7 @@ from .fp16 import emulate_fp16
 from .graph import at_least_opset, float_output_tails, float_tensors, stored_tensors
 from .hybrid import choose_float_layers, rank_layers
 from .qdq import insert_qdq
+from .rules import calibration_bounds
 
 __all__ = [
     "ALGORITHMS", "QUANTIZED_DTYPES", "QParams", "QuantizedProgram", "_Histogram", "asymmetric",
@@ -42,6 +44,9 @@ class QuantizedProgram:
     program: onnx.ModelProto  # the QDQ program
     io_qparams: dict[str, tuple[float, int]]  # (scale, zp) of the graph's int8 inputs/outputs
     tensor_qparams: dict[str, tuple[float, int]]  # (scale, zp) of every int8 tensor, by name
+    # the float graph quantisation worked on (opset-upgraded, the vendor's rewrites applied):
+    # tensor_qparams name its tensors
+    source: onnx.ModelProto | None = None
 
 
 def quantize_model(
@@ -55,6 +60,7 @@ def quantize_model(
     progress: Callable[[int, int], None] = _progress,
     shape_sets: list[list[list[int]]] | None = None,
     symmetric_weights: bool = False,
+    split_concat_convs: bool = True,
 ) -> QuantizedProgram:
     """The one entry point of int8 quantisation: calibrate `model` on `samples` (normalised
     with mean/std, in the model's own layout, one array per graph input) and rewrite it as a
@@ -64,10 +70,13 @@ def quantize_model(
     (scale, zp) per tensor name that replace the calibrated ones (hybrid step 2's edited
     parameters); `shape_sets`: config(dynamic_input=...), to calibrate at every shape set
     (dataset.at_shape_sets); `symmetric_weights`: rknnrt's former +-127 weights instead of the
-    vendor's asymmetric ones (rules.weight_qparams)."""
+    vendor's asymmetric ones (rules.weight_qparams); `split_concat_convs=False`: keep a
+    Conv reading a Concat whole (rknnrt's former graph; passes.split_concat_conv)."""
     if algorithm not in ALGORITHMS:
         raise ConversionError(f"quantized_algorithm '{algorithm}' is not one of {ALGORITHMS}")
     model = at_least_opset(model, 13)  # per-axis QDQ needs opset 13
+    if split_concat_convs:
+        model = split_concat_conv.run(model, keep=frozenset(float_layers))
     names = {node.name for node in model.graph.node}
     unknown = sorted(set(float_layers) - names)
     if unknown:
@@ -78,7 +87,8 @@ def quantize_model(
     half |= float_output_tails(model.graph)[1]  # a final Softmax's output, wrapped or not
     tensors = [t for t in stored_tensors(model.graph) if t in floats and t not in half]
     samples = at_shape_sets(list(samples), shape_sets)
-    qparams = calibrate(model, samples, tensors, algorithm, progress)
+    bounds = calibration_bounds(model.graph)
+    qparams = calibrate(model, samples, tensors, algorithm, progress, bounds)
     for name, (scale, zp) in (overrides or {}).items():
         if name in qparams:
             qparams[name] = QParams(float(scale), int(zp))
@@ -87,4 +97,5 @@ def quantize_model(
         program,
         {name: (qp.scale, qp.zp) for name, qp in io_params.items()},
         {name: (qp.scale, qp.zp) for name, qp in qparams.items()},
+        model,
     )

@@ -133,6 +133,7 @@ def calibrate(
     tensors: list[str],
     algorithm: str,
     progress: Callable[[int, int], None] = _progress,
+    bounds: dict[str, tuple[float, float]] | None = None,
 ) -> dict[str, QParams]:
     """Run the float model on every sample and choose int8 parameters for `tensors`."""
     probe = onnx.ModelProto()
@@ -157,6 +158,11 @@ def calibrate(
         for t, v in zip([t for t in tensors if t not in names], values):
             hists[t].add(v)
         progress(k + 1, len(samples))
+    for t, (lo, hi) in (bounds or {}).items():
+        if t in hists:
+            h = hists[t]
+            h.lo, h.hi = max(h.lo, lo), min(h.hi, hi)
+            h.samples = [np.clip(v, lo, hi) for v in h.samples]
     if algorithm == "normal":
         return {t: asymmetric(h.lo, h.hi) for t, h in hists.items()}
     if algorithm == "kl_divergence":

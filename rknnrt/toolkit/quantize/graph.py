@@ -6,6 +6,7 @@ import onnx
 from onnx import TensorProto
 
 from ..errors import ConversionError
+from ..passes.split_concat_conv import SPLIT_MARK
 from .calibrate import QParams
 
 # Ops whose output keeps the input's quantisation (vendor: MaxPool keeps its input's scale and
@@ -71,6 +72,8 @@ def conv_add_fusions(graph: onnx.GraphProto, consumers: dict, outputs: set[str])
     fused: set[str] = set()
     for node in graph.node:
         if node.op_type not in ("Add", "Sum") or len(node.input) != 2:
+            continue
+        if node.name.endswith(SPLIT_MARK):  # the vendor keeps split-conv partial sums
             continue
         candidates = [
             producers[i] for i in node.input

@@ -9,6 +9,7 @@ ones float16 helps most. toolkit2's auto_hybrid and hybrid_quantization_step1 ca
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -46,7 +47,7 @@ def tensor_cosines(
     model: onnx.ModelProto, samples: Sequence[list[np.ndarray]], quantized: QuantizedProgram
 ) -> dict[str, float]:
     """Mean cosine, over the samples, of every int8 intermediate tensor against float."""
-    model = at_least_opset(model, 13)
+    model = quantized.source if quantized.source is not None else at_least_opset(model, 13)
     inputs = [vi.name for vi in model.graph.input]
     program_outputs = {o.name for o in quantized.program.graph.output}
     names = [t for t in quantized.tensor_qparams if t not in inputs]
@@ -76,23 +77,37 @@ def rank_layers(
     model: onnx.ModelProto, samples: Sequence[list[np.ndarray]], quantized: QuantizedProgram
 ) -> list[tuple[list[str], float, float]]:
     """(node names of one NPU layer, cosine drop, output cosine), worst drop first. A layer
-    is the node writing an int8 tensor, with the Conv/Gemm whose activation it fuses."""
-    model = at_least_opset(model, 13)
+    is the node writing an int8 tensor, with the Conv/Gemm whose activation it fuses. Nodes
+    made by the vendor's rewrites (split convs) are named after the node they replace."""
+    given = at_least_opset(model, 13)
+    original = {node.name for node in given.graph.node}
+    original_producer = {out: node.name for node in given.graph.node for out in node.output}
+    model = quantized.source if quantized.source is not None else given
+
+    def named(node: onnx.NodeProto) -> str:
+        if node.name in original:
+            return node.name
+        match = re.fullmatch(r"(.*)_part\d+", node.name)
+        if match and match.group(1) in original:
+            return match.group(1)
+        return original_producer.get(node.output[0], "")
+
     cosines = tensor_cosines(model, samples, quantized)
     producers = {out: node for node in model.graph.node for out in node.output}
     ranked = []
     for tensor, cos in cosines.items():
         node = producers.get(tensor)
-        if node is None or not node.name:
+        if node is None:
             continue
-        group = [node.name]
+        group = [named(node)]
         source = node.input[0] if node.input else ""
         if node.op_type in _ACTIVATIONS and source not in cosines and source in producers:
-            group.insert(0, producers[source].name)  # the fused Conv + activation
+            group.insert(0, named(producers[source]))  # the fused Conv + activation
             node = producers[source]
         before = [cosines.get(i, 1.0) for i in node.input if i in cosines or i in producers]
         drop = (min(before) if before else 1.0) - cos
-        ranked.append(([g for g in group if g], drop, cos))
+        if any(group):
+            ranked.append(([g for g in group if g], drop, cos))
     ranked.sort(key=lambda item: -item[1])
     return ranked
 

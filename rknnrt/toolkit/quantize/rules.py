@@ -42,3 +42,20 @@ def quantize_weight(w: np.ndarray, scale: np.ndarray, zp: np.ndarray, axis: int)
     s = scale.reshape(shape) if scale.size > 1 else scale[0]
     z = zp.reshape(shape).astype(np.float64) if zp.size > 1 else float(zp[0])
     return np.clip(np.round(w / s) + z, -128, 127).astype(np.int8)
+
+
+# Vendor rule: a tensor read only by Sigmoid is calibrated within [-7, 7]. Measured
+# (tools/vendor_diff): a conv output spanning about +-15 before a Sigmoid got scale 0.054902
+# = 14/255, zp 0; ocr_det_like's final conv (range -2.2..10.5) got -2.2..7.0 (0.0360983/-67).
+SIGMOID_INPUT_RANGE = (-7.0, 7.0)
+
+
+def calibration_bounds(graph) -> dict[str, tuple[float, float]]:
+    """Per-tensor clipping of the calibrated range the vendor applies."""
+    readers: dict[str, set[str]] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, set()).add(node.op_type)
+    outputs = {o.name for o in graph.output}
+    return {name: SIGMOID_INPUT_RANGE for name, ops in readers.items()
+            if ops == {"Sigmoid"} and name not in outputs}  # fmt: skip
