@@ -117,3 +117,41 @@ def test_sigmoid_inputs_are_bounded() -> None:
     q = quantize_model(model, [[x]], **QUIET)
     scale, zp = q.tensor_qparams["x"]  # a graph input read only by Sigmoid
     assert abs(scale - 14 / 255) < 1e-7 and zp == 0
+
+
+def test_concat_before_relu_and_average_pools() -> None:
+    """ShuffleNet's unit: Concat(conv branch, AveragePool branch) -> Relu. The Concat takes
+    the Relu's parameters, the conv branch its own range clipped at 0, the (non-global)
+    AveragePool its input's; a global (1x1-output) AveragePool its own."""
+    rng = np.random.RandomState(0)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1] * 4),
+        helper.make_node("AveragePool", ["x"], ["p"], kernel_shape=[3, 3], pads=[1] * 4),
+        helper.make_node("Concat", ["c", "p"], ["cat"], axis=1),
+        helper.make_node("Relu", ["cat"], ["r"]),
+        helper.make_node("AveragePool", ["r"], ["g"], kernel_shape=[8, 8]),
+        helper.make_node("Flatten", ["g"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "shuffle_unit",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+        [numpy_helper.from_array(rng.randn(4, 4, 3, 3).astype(np.float32), "w")],
+    )  # fmt: skip
+    model = onnx.shape_inference.infer_shapes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))  # fmt: skip
+    x = (rng.rand(1, 4, 8, 8) * 4 - 1).astype(np.float32)
+    q = quantize_model(model, [[x]], **QUIET).tensor_qparams
+    assert q["cat"] == q["r"]
+    conv_max = float(_run_tensor(model, "c", x).max())
+    assert abs(q["c"][0] - conv_max / 255) < 1e-7 and q["c"][1] == -128
+    assert q["p"] == q["x"]  # AveragePool keeps its input's
+    assert q["g"] != q["r"]  # a global one does not
+
+
+def _run_tensor(model: onnx.ModelProto, name: str, x: np.ndarray) -> np.ndarray:
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    probe.graph.output.extend([helper.make_empty_tensor_value_info(name)])
+    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run([name], {"x": x})[0]

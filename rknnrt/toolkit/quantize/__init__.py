@@ -28,7 +28,7 @@ from .fp16 import emulate_fp16
 from .graph import at_least_opset, float_output_tails, float_tensors, stored_tensors
 from .hybrid import choose_float_layers, rank_layers
 from .qdq import insert_qdq
-from .rules import calibration_bounds
+from .rules import calibration_bounds, concat_before_relu
 
 __all__ = [
     "ALGORITHMS", "QUANTIZED_DTYPES", "QParams", "QuantizedProgram", "_Histogram", "asymmetric",
@@ -89,6 +89,7 @@ def quantize_model(
     samples = at_shape_sets(list(samples), shape_sets)
     bounds = calibration_bounds(model.graph)
     qparams = calibrate(model, samples, tensors, algorithm, progress, bounds)
+    concat_before_relu(model.graph, qparams)
     for name, (scale, zp) in (overrides or {}).items():
         if name in qparams:
             qparams[name] = QParams(float(scale), int(zp))

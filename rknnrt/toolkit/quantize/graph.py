@@ -13,8 +13,11 @@ from .calibrate import QParams
 # zero point); layout-only ops move bytes, they do not requantise. Not Split: the vendor
 # calibrates each Split output on its own (op_zoo: split9 0.0079359/-94 under an input of
 # 0.0089558/-96, tools/vendor_diff); rknnrt's former choice is SPLIT_KEEPS_INPUT_QUANT.
+# AveragePool keeps its input's (ShuffleNet re-drawn: r14 = r3 = 0.0201450/-128; rknnrt had
+# requantised to 0.0139953); GlobalAveragePool does not (two_io: gap 0.017957/-54 under an
+# input of 0.031798/-58, the vendor rewrites it as convolutions).
 KEEP_INPUT_QUANT = frozenset(
-    {"MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Slice",
+    {"MaxPool", "AveragePool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Slice",
      "Gather", "Identity", "DepthToSpace", "SpaceToDepth", "Resize", "Upsample"}
 )  # fmt: skip
 SPLIT_KEEPS_INPUT_QUANT = KEEP_INPUT_QUANT | {"Split"}
@@ -130,9 +133,22 @@ def _consumers_rename(nodes: list[onnx.NodeProto], old: str, new: str) -> None:
                 node.input[k] = new
 
 
+def _is_global(graph: onnx.GraphProto, node: onnx.NodeProto) -> bool:
+    """An AveragePool whose output is 1x1: the vendor treats it as a global average pool,
+    with its own parameters (ShuffleNet's final 7x7 pool r199: 0.0144099/-128 under an input
+    of 0.0452584/-128)."""
+    for vi in graph.value_info:
+        if vi.name == node.output[0]:
+            dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+            return len(dims) > 2 and all(d == 1 for d in dims[2:])
+    return False
+
+
 def propagate(graph: onnx.GraphProto, qparams: dict[str, QParams]) -> None:
     """Layout-only ops and MaxPool keep their input's parameters (no requantisation)."""
     for node in graph.node:
+        if node.op_type == "AveragePool" and _is_global(graph, node):
+            continue
         if node.op_type in KEEP_INPUT_QUANT and node.input and node.input[0] in qparams:
             for out in node.output:
                 if out in qparams:

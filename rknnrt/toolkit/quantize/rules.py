@@ -57,5 +57,43 @@ def calibration_bounds(graph) -> dict[str, tuple[float, float]]:
         for name in node.input:
             readers.setdefault(name, set()).add(node.op_type)
     outputs = {o.name for o in graph.output}
-    return {name: SIGMOID_INPUT_RANGE for name, ops in readers.items()
-            if ops == {"Sigmoid"} and name not in outputs}  # fmt: skip
+    bounds = {name: SIGMOID_INPUT_RANGE for name, ops in readers.items()
+              if ops == {"Sigmoid"} and name not in outputs}  # fmt: skip
+    bounds.update((name, (0.0, np.inf)) for name in _clipped_concat_inputs(graph))
+    return bounds
+
+
+def concat_before_relu(graph, qparams: dict) -> None:
+    """Vendor rule (issue 15 cause 4): a Concat read only by a Relu takes the Relu output's
+    parameters, and each input that is a Conv output read only by that Concat has its own
+    range clipped at 0 (the Relu moves before the Concat into the conv). Measured on
+    ShuffleNet (re-drawn weights, tools/vendor_diff): Concat r161 = Relu r162 = 0.0298664/-128
+    and its conv input r159 0.0223866/-128 (its own max, min 0), where rknnrt had 0.0420/-9;
+    Concat r15 and its conv input r13 (which holds the max) both 0.0224105/-128."""
+    readers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    for node in graph.node:
+        if node.op_type != "Concat":
+            continue
+        users = readers.get(node.output[0], [])
+        if len(users) != 1 or users[0].op_type != "Relu" or users[0].output[0] not in qparams:
+            continue
+        qparams[node.output[0]] = qparams[users[0].output[0]]
+
+
+def _clipped_concat_inputs(graph) -> list[str]:
+    """Conv outputs read only by a Concat that is read only by a Relu (concat_before_relu)."""
+    producers = {out: node for node in graph.node for out in node.output}
+    readers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    names = []
+    for node in graph.node:
+        users = readers.get(node.output[0], []) if node.op_type == "Concat" else []
+        if len(users) == 1 and users[0].op_type == "Relu":
+            names += [n for n in node.input if n in producers
+                      and producers[n].op_type == "Conv" and len(readers[n]) == 1]  # fmt: skip
+    return names
