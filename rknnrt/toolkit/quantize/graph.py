@@ -70,11 +70,13 @@ def conv_add_fusions(graph: onnx.GraphProto, consumers: dict, outputs: set[str])
     the Add's last input computed (the other operand exists when the conv runs). Measured
     (tools/vendor_diff): two_io's depthwise conv c2 in Add(r1, c2) has no int8 tensor in the
     vendor's config, while ocr_det_like's lateral convs, computed before the other operand
-    of their FPN Adds, keep theirs (conv41 before resize48)."""
+    of their FPN Adds, keep theirs (conv41 before resize48). Not for opset-9 Sum: re-drawn
+    ResNet-50 and ShuffleNet keep both Sum inputs in the vendor's config (r11, r13 -> r14);
+    fusing them there dropped ResNet-50's rknnrt-vs-vendor cosine from 0.9839 to 0.9805."""
     producers = {out: (k, node) for k, node in enumerate(graph.node) for out in node.output}
     fused: set[str] = set()
     for node in graph.node:
-        if node.op_type not in ("Add", "Sum") or len(node.input) != 2:
+        if node.op_type != "Add" or len(node.input) != 2:
             continue
         if node.name.endswith(SPLIT_MARK):  # the vendor keeps split-conv partial sums
             continue
@@ -134,9 +136,13 @@ def _consumers_rename(nodes: list[onnx.NodeProto], old: str, new: str) -> None:
 
 
 def _is_global(graph: onnx.GraphProto, node: onnx.NodeProto) -> bool:
-    """An AveragePool whose output is 1x1: the vendor treats it as a global average pool,
-    with its own parameters (ShuffleNet's final 7x7 pool r199: 0.0144099/-128 under an input
-    of 0.0452584/-128)."""
+    """An unpadded AveragePool whose output is 1x1: the vendor treats it as a global average
+    pool, with its own parameters (ShuffleNet's final 7x7 pool r199: 0.0144099/-128 under an
+    input of 0.0452584/-128). Inception v1's final 7x7 pool, padded (0, 0, 1, 1), keeps its
+    input's (r138 = r137 = 0.0384654/-128)."""
+    for attr in node.attribute:
+        if attr.name == "pads" and any(attr.ints):
+            return False
     for vi in graph.value_info:
         if vi.name == node.output[0]:
             dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
