@@ -25,7 +25,7 @@ from .calibrate import ALGORITHMS, QParams, _Histogram, _progress, asymmetric, c
 from .dataset import at_shape_sets, load_dataset
 from .dtypes import QUANTIZED_DTYPES, check_dtype
 from .fp16 import emulate_fp16
-from .graph import at_least_opset, float_output_tails, float_tensors, stored_tensors
+from .graph import at_least_opset, float_output_tails, float_tensors, stored_tensors, sums_as_adds
 from .hybrid import choose_float_layers, rank_layers
 from .qdq import insert_qdq
 from .rules import calibration_bounds, concat_before_relu
@@ -74,7 +74,7 @@ def quantize_model(
     Conv reading a Concat whole (rknnrt's former graph; passes.split_concat_conv)."""
     if algorithm not in ALGORITHMS:
         raise ConversionError(f"quantized_algorithm '{algorithm}' is not one of {ALGORITHMS}")
-    model = at_least_opset(model, 13)  # per-axis QDQ needs opset 13
+    model = sums_as_adds(at_least_opset(model, 13))  # per-axis QDQ needs opset 13
     if split_concat_convs:
         model = split_concat_conv.run(model, keep=frozenset(float_layers))
     names = {node.name for node in model.graph.node}

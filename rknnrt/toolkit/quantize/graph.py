@@ -64,6 +64,25 @@ def stored_tensors(graph: onnx.GraphProto) -> list[str]:
     return [n for n in names if n not in fused_adds]
 
 
+SUM_MARK = "__from_sum"
+
+
+def sums_as_adds(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A two-input Sum (opset 9 models: ResNet-50, ShuffleNet) becomes an Add, as the vendor
+    treats it (issue 15 cause 5), so onnxruntime runs it as an integer QLinearAdd; marked so
+    that conv_add_fusions leaves its inputs stored, as the vendor does."""
+    if not any(n.op_type == "Sum" and len(n.input) == 2 for n in model.graph.node):
+        return model
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    for k, node in enumerate(out.graph.node):
+        if node.op_type == "Sum" and len(node.input) == 2:
+            name = f"{node.name or node.output[0]}{SUM_MARK}"
+            add = onnx.helper.make_node("Add", list(node.input), list(node.output), name=name)
+            out.graph.node[k].CopyFrom(add)
+    return out
+
+
 def conv_add_fusions(graph: onnx.GraphProto, consumers: dict, outputs: set[str]) -> set[str]:
     """Conv outputs the vendor adds inside the convolution (Conv+Add(+Relu) fusion, issue 15
     cause 5): a Conv output whose only consumer is an Add is never stored when that Conv is
@@ -78,7 +97,7 @@ def conv_add_fusions(graph: onnx.GraphProto, consumers: dict, outputs: set[str])
     for node in graph.node:
         if node.op_type != "Add" or len(node.input) != 2:
             continue
-        if node.name.endswith(SPLIT_MARK):  # the vendor keeps split-conv partial sums
+        if node.name.endswith((SPLIT_MARK, SUM_MARK)):  # the vendor keeps these inputs
             continue
         candidates = [
             producers[i] for i in node.input
