@@ -155,3 +155,26 @@ def _run_tensor(model: onnx.ModelProto, name: str, x: np.ndarray) -> np.ndarray:
     probe.graph.output.extend([helper.make_empty_tensor_value_info(name)])
     session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
     return session.run([name], {"x": x})[0]
+
+
+def test_opset9_sum_becomes_an_add_whose_inputs_stay_stored() -> None:
+    w = numpy_helper.from_array(np.random.RandomState(2).randn(4, 4, 1, 1).astype(np.float32),
+                                "w")  # fmt: skip
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c1"], kernel_shape=[1, 1]),
+             helper.make_node("Conv", ["x", "w"], ["c2"], kernel_shape=[1, 1]),
+             helper.make_node("Sum", ["c1", "c2"], ["s"], name="res"),
+             helper.make_node("Relu", ["s"], ["y"])]  # fmt: skip
+    model = onnx.shape_inference.infer_shapes(helper.make_model(
+        _graph(nodes, ["x"], ["y"], [w]), opset_imports=[helper.make_opsetid("", 13)]))  # fmt: skip
+    x = np.random.RandomState(3).rand(1, 4, 4, 4).astype(np.float32)
+    q = quantize_model(model, [[x]], **QUIET)
+    ops = {n.op_type for n in q.program.graph.node}
+    assert "Sum" not in ops and "Add" in ops
+    assert {"c1", "c2"} <= q.tensor_qparams.keys()  # the vendor keeps both Sum inputs
+    session = ort.InferenceSession(q.program.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])  # fmt: skip
+    scale, zp = q.io_qparams["x"]
+    (out,) = session.run(None, {"x": np.clip(np.round(x / scale) + zp, -128, 127).astype(np.int8)})
+    oscale, ozp = q.io_qparams["y"]
+    want = np.maximum(_run(model, x), 0)
+    np.testing.assert_allclose((out.astype(np.float32) - ozp) * oscale, want, atol=3 * oscale)

@@ -165,15 +165,18 @@ def _quantize_weights(node, inits, qparams, per_channel, const, head, symmetric=
     scale, zp = weight_qparams(w, axis, per_channel, symmetric)
     q = quantize_weight(w, scale, zp, axis)
     name = node.input[1]
-    s = const(f"{name}__wscale", scale if per_channel else np.array(scale[0], np.float32))
-    z = const(f"{name}__wzp", zp if per_channel else np.array(zp[0], np.int8))
-    qname = const(f"{name}__q", q)
-    attrs = {"axis": axis} if per_channel else {}
-    head.append(helper.make_node("DequantizeLinear", [qname, s, z], [f"{name}__dq"], **attrs))
+    if not any(f"{name}__dq" in n.output for n in head):  # a weight shared by several nodes
+        s = const(f"{name}__wscale", scale if per_channel else np.array(scale[0], np.float32))
+        z = const(f"{name}__wzp", zp if per_channel else np.array(zp[0], np.int8))
+        qname = const(f"{name}__q", q)
+        attrs = {"axis": axis} if per_channel else {}
+        head.append(helper.make_node("DequantizeLinear", [qname, s, z], [f"{name}__dq"],
+                                     **attrs))  # fmt: skip
     node.input[1] = f"{name}__dq"
     if len(node.input) > 2 and node.input[2] in inits and in_qp is not None:
-        bias_name = node.input[2]
-        bias = numpy_helper.to_array(inits[bias_name]).astype(np.float64)
+        # one int32 bias per consumer: its scale depends on that consumer's input
+        bias_name = f"{node.input[2]}__{node.output[0]}"
+        bias = numpy_helper.to_array(inits[node.input[2]]).astype(np.float64)
         bias_scale = (in_qp.scale * scale).astype(np.float32)
         if not per_channel:
             bias_scale = np.full(bias.shape, bias_scale[0], np.float32)
