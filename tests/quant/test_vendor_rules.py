@@ -178,3 +178,33 @@ def test_opset9_sum_becomes_an_add_whose_inputs_stay_stored() -> None:
     oscale, ozp = q.io_qparams["y"]
     want = np.maximum(_run(model, x), 0)
     np.testing.assert_allclose((out.astype(np.float32) - ozp) * oscale, want, atol=3 * oscale)
+
+
+def test_wide_convs_are_tiled_along_input_channels() -> None:
+    """C_in x kh x kw = 520 x 3 x 3 = 4680 > 4096: two tiles, bias on the first; 256 x 3 x 3
+    stays whole (ResNet-50's stage-5 vs stage-4 convs)."""
+    rng = np.random.RandomState(4)
+
+    def model_with(cin: int) -> onnx.ModelProto:
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3],
+                                  pads=[1] * 4, name="wide")]  # fmt: skip
+        graph = helper.make_graph(
+            nodes, "wide", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, 4, 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 4])],
+            [numpy_helper.from_array((rng.randn(8, cin, 3, 3) * 0.05).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.randn(8).astype(np.float32), "b")],
+        )  # fmt: skip
+        return onnx.shape_inference.infer_shapes(
+            helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))  # fmt: skip
+
+    wide = model_with(520)
+    tiled = split_concat_conv.split_wide_convs(wide)
+    assert [n.op_type for n in tiled.graph.node] == ["Split", "Conv", "Conv", "Add"]
+    first, second = tiled.graph.node[1], tiled.graph.node[2]
+    assert first.output[0] == "y_tile0_conv" and first.input[2] == "b" and len(second.input) == 2
+    x = rng.rand(1, 520, 4, 4).astype(np.float32)
+    np.testing.assert_allclose(_run(tiled, x), _run(wide, x), rtol=1e-4, atol=1e-4)
+    q = quantize_model(wide, [[x]], **QUIET).tensor_qparams
+    assert {"x_split", "x_split_o1", "y_tile0_conv", "y_tile1_conv", "y"} <= q.keys()
+    narrow = model_with(256)
+    assert len(split_concat_conv.split_wide_convs(narrow).graph.node) == 1

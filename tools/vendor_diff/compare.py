@@ -20,9 +20,9 @@ from rknnrt.toolkit import RKNN, passes
 from rknnrt.toolkit.quantize import quantize_model
 
 # The vendor's renames of tensors rknnrt keeps under the ONNX name: IO copies, the reshape
-# wrapped around a final op. Other vendor-only tensors ('_mp', '_sw', '_rs', '_exSecondary')
-# are its own intermediates and are reported as such.
-VENDOR_SUFFIXES = ("_int8", "-rs")
+# wrapped around a final op, a Gemm/MatMul output ('_mm'). Other vendor-only tensors ('_mp',
+# '_sw', '_rs', '_exSecondary') are its own intermediates and are reported as such.
+VENDOR_SUFFIXES = ("_int8", "-rs", "_mm")
 _TYPE = {rk.RKNN_TENSOR_INT8: "int8", rk.RKNN_TENSOR_FLOAT16: "float16",
          rk.RKNN_TENSOR_FLOAT32: "float32", rk.RKNN_TENSOR_UINT8: "uint8"}  # fmt: skip
 

@@ -111,3 +111,62 @@ def run(model: onnx.ModelProto, keep: frozenset[str] = frozenset()) -> onnx.Mode
     del graph.initializer[:]
     graph.initializer.extend(keep)
     return onnx.shape_inference.infer_shapes(out)
+
+
+# The vendor tiles a convolution whose per-output-channel reduction (C_in x kh x kw) exceeds
+# 4096 into two along the input channels. Measured on ResNet-50 (re-drawn, tools/vendor_diff):
+# the 512x512x3x3 convs (4608) become Split -> `r142_split`, `r142_split_o1` (each calibrated
+# on its own) -> `r144_tile0_conv`, `r144_tile1_conv` -> Add; the 256x256x3x3 ones (2304) stay
+# whole. The bias goes with the FIRST tile here (all 84 shared tensors then agree; on the
+# second, the tiles' scales were 1-13% off). Reductions beyond 8192 (more tiles, unmeasured)
+# are left whole.
+TILE_LIMIT = 4096
+
+
+def split_wide_convs(model: onnx.ModelProto, keep: frozenset[str] = frozenset()) -> onnx.ModelProto:
+    """A new model with each Conv(group=1) whose reduction is in (TILE_LIMIT, 2 x TILE_LIMIT]
+    tiled in two along its input channels (Convs named in `keep` left whole)."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    graph = out.graph
+    inits = {t.name: t for t in graph.initializer}
+    nodes: list[onnx.NodeProto] = []
+    changed = False
+    for node in graph.node:
+        weight = (
+            inits.get(node.input[1]) if node.op_type == "Conv" and len(node.input) > 1 else None
+        )
+        dims = list(weight.dims) if weight is not None else []
+        reduction = int(np.prod(dims[1:])) if len(dims) == 4 else 0
+        if (weight is None or node.name in keep or _attr(node, "group", 1) != 1
+                or not TILE_LIMIT < reduction <= 2 * TILE_LIMIT or dims[1] % 2):  # fmt: skip
+            nodes.append(node)
+            continue
+        w = numpy_helper.to_array(weight)
+        half = dims[1] // 2
+        source, result = node.input[0], node.output[0]
+        halves = [f"{source}_split", f"{source}_split_o1"]
+        sizes = f"{source}__split_sizes"
+        graph.initializer.append(numpy_helper.from_array(np.array([half, half], np.int64), sizes))
+        nodes.append(helper.make_node("Split", [source, sizes], halves, axis=1,
+                                      name=f"{node.name or result}_split"))  # fmt: skip
+        bias = node.input[2] if len(node.input) > 2 and node.input[2] else None
+        parts = []
+        for k, part_input in enumerate(halves):
+            w_name = f"{node.input[1]}__tile{k}"
+            graph.initializer.append(numpy_helper.from_array(
+                np.ascontiguousarray(w[:, k * half : (k + 1) * half]), w_name))  # fmt: skip
+            inputs = [part_input, w_name] + ([bias] if bias and k == 0 else [])
+            part = helper.make_node("Conv", inputs, [f"{result}_tile{k}_conv"],
+                                    name=f"{node.name or result}_part{k}")  # fmt: skip
+            part.attribute.extend(node.attribute)
+            parts.append(part)
+        nodes.extend(parts)
+        nodes.append(helper.make_node("Add", [p.output[0] for p in parts], [result],
+                                      name=f"{result}{SPLIT_MARK}"))  # fmt: skip
+        changed = True
+    if not changed:
+        return out
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return onnx.shape_inference.infer_shapes(out)

@@ -71,12 +71,14 @@ def quantize_model(
     parameters); `shape_sets`: config(dynamic_input=...), to calibrate at every shape set
     (dataset.at_shape_sets); `symmetric_weights`: rknnrt's former +-127 weights instead of the
     vendor's asymmetric ones (rules.weight_qparams); `split_concat_convs=False`: keep a
-    Conv reading a Concat whole (rknnrt's former graph; passes.split_concat_conv)."""
+    Conv reading a Concat, and a wide Conv, whole (rknnrt's former graph;
+    passes.split_concat_conv)."""
     if algorithm not in ALGORITHMS:
         raise ConversionError(f"quantized_algorithm '{algorithm}' is not one of {ALGORITHMS}")
     model = sums_as_adds(at_least_opset(model, 13))  # per-axis QDQ needs opset 13
     if split_concat_convs:
         model = split_concat_conv.run(model, keep=frozenset(float_layers))
+        model = split_concat_conv.split_wide_convs(model, keep=frozenset(float_layers))
     names = {node.name for node in model.graph.node}
     unknown = sorted(set(float_layers) - names)
     if unknown:
