@@ -169,7 +169,8 @@ def compile_model(
             quantized = quantize.quantize_model(
                 prepared, samples, algorithm=config["quantized_algorithm"],
                 per_channel=config["quantized_method"] == "channel",
-                float_layers=tuple(float_layers), overrides=overrides, **kwargs,
+                float_layers=tuple(float_layers), overrides=overrides,
+                shape_sets=config["dynamic_input"], **kwargs,
             )  # fmt: skip
             program, io_qparams = quantized.program, quantized.io_qparams
             tensor_qparams = dict(quantized.tensor_qparams)

@@ -11,11 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model import targets
+from . import quantize
 from .errors import ConversionError
 
 FLOAT_DTYPES = ("float16", "float32")  # float32: rknnrt's exact extension
-QUANTIZED_DTYPES = ("w8a8",)
-ALGORITHMS = ("normal", "mmse", "kl_divergence")
 METHODS = ("channel", "layer")
 
 DEFAULTS: dict[str, Any] = {
@@ -62,8 +61,8 @@ def updated(current: dict[str, Any], given: dict[str, Any]) -> tuple[dict[str, A
     for key, value in given.items():
         if key in DEFAULTS:
             new[key] = value
-    choices = (("quantized_dtype", QUANTIZED_DTYPES), ("quantized_algorithm", ALGORITHMS),
-               ("quantized_method", METHODS), ("float_dtype", FLOAT_DTYPES))  # fmt: skip
+    choices = (("quantized_algorithm", quantize.ALGORITHMS), ("quantized_method", METHODS),
+               ("float_dtype", FLOAT_DTYPES))  # fmt: skip
     for key, allowed in choices:
         if new[key] not in allowed:
             raise ConversionError(f"{key} '{new[key]}' is not supported; use one of {allowed}")
@@ -76,6 +75,8 @@ def updated(current: dict[str, Any], given: dict[str, Any]) -> tuple[dict[str, A
                 raise ConversionError(f"target_platform '{given['target_platform']}' is not one "
                                       f"of {', '.join(targets.NAMES)}")  # fmt: skip
             new["target_platform"] = name
+    # the vendor's dtypes per platform, its wording for a refusal (toolkit/quantize/dtypes.py)
+    new["quantized_dtype"] = quantize.check_dtype(new["quantized_dtype"], new["target_platform"])
     new["mean_values"] = per_input_values("mean_values", new["mean_values"])
     new["std_values"] = per_input_values("std_values", new["std_values"])
     if any(v == 0 for group in new["std_values"] or [] for v in group):

@@ -33,9 +33,7 @@ def load_image(path: str | os.PathLike, size: tuple[int, int] | None = None,
     try:
         from PIL import Image
     except ImportError:
-        raise ImageError(
-            "reading image files needs Pillow: pip install 'rknnrt[images]'"
-        ) from None
+        raise ImageError("reading image files needs Pillow: pip install 'rknnrt[images]'") from None
     try:
         with Image.open(os.fspath(path)) as im:
             im = im.convert("L" if gray else "RGB")

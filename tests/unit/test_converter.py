@@ -99,7 +99,8 @@ def test_outputs_cut_the_graph() -> None:
     [
         ({"target_platform": "rk9999"}, "target_platform 'rk9999' is not one of"),
         ({"float_dtype": "bfloat16"}, "float_dtype 'bfloat16' is not supported"),
-        ({"quantized_dtype": "w4a16"}, "quantized_dtype 'w4a16' is not supported"),
+        ({"quantized_dtype": "w4a16"}, "The quantized_dtype = 'w4a16' not support in 'rk3588'"),
+        ({"quantized_dtype": "w8a9"}, "Invalid quantized_dtype 'w8a9'"),
         ({"quantized_algorithm": "kl"}, "quantized_algorithm 'kl' is not supported"),
         ({"std_values": [[1, 0, 1]]}, "std_values contains 0"),
     ],

@@ -1,0 +1,170 @@
+"""Calibration: run the float model on the samples and choose int8 parameters per tensor
+('normal' = min/max, 'mmse' = least squared error, 'kl_divergence' = least KL divergence)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper
+
+from ..errors import ConversionError
+
+# Activation calibration algorithms, the vendor's names.
+ALGORITHMS = ("normal", "mmse", "kl_divergence")
+
+
+@dataclass(frozen=True)
+class QParams:
+    scale: float
+    zp: int
+
+
+def asymmetric(lo: float, hi: float) -> QParams:
+    """The vendor's 'normal' formula: scale = (max - min) / 255, zp = -128 - round(min / scale),
+    over a range widened to hold 0."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    if hi - lo < 1e-12:
+        return QParams(1.0 / 255, -128)
+    scale = (hi - lo) / 255.0
+    zp = int(np.clip(-128 - np.round(lo / scale), -128, 127))
+    return QParams(scale, zp)
+
+
+class _Histogram:
+    """Value range and a histogram of one tensor over every calibration sample."""
+
+    BINS = 2048
+
+    def __init__(self) -> None:
+        self.lo, self.hi = np.inf, -np.inf
+        self.samples: list[np.ndarray] = []
+
+    def add(self, values: np.ndarray) -> None:
+        flat = values.astype(np.float32, copy=False).ravel()
+        if flat.size:
+            self.lo, self.hi = min(self.lo, float(flat.min())), max(self.hi, float(flat.max()))
+            # keep a bounded random subset for the error search
+            step = max(1, flat.size // 65536)
+            self.samples.append(flat[::step].copy())
+
+    def kl_divergence(self) -> QParams:
+        """The clipping range whose 255-level quantised histogram is closest (least KL
+        divergence) to the observed one: the entropy calibration of TensorRT, searched over
+        ranges [lo, hi] shrunk from both ends in the same proportion (rknnrt's own search:
+        the vendor's exact one is not documented)."""
+        values = np.concatenate(self.samples) if self.samples else np.zeros(1, np.float32)
+        lo, hi = min(self.lo, 0.0), max(self.hi, 0.0)
+        if hi - lo < 1e-12:
+            return asymmetric(lo, hi)
+        hist, _ = np.histogram(values, bins=self.BINS, range=(lo, hi))
+        hist = hist.astype(np.float64)
+        zero_bin = int(np.clip(round(-lo / (hi - lo) * self.BINS), 0, self.BINS))
+        best, best_range = np.inf, (lo, hi)
+        for keep in np.linspace(1.0, 0.3, 36):  # fraction of each side kept
+            a = zero_bin - int(round(zero_bin * keep))
+            b = zero_bin + int(round((self.BINS - zero_bin) * keep))
+            if b - a < 256:
+                break
+            p = hist[a:b].copy()
+            p[0] += hist[:a].sum()  # the clipped tails land on the range's ends
+            p[-1] += hist[b:].sum()
+            divergence = _kl(p, _requantised(hist[a:b]))
+            if divergence < best:
+                best = divergence
+                best_range = (lo + (hi - lo) * a / self.BINS, lo + (hi - lo) * b / self.BINS)
+        return asymmetric(*best_range)
+
+    def mmse(self) -> QParams:
+        """The clipping range (each end shrunk from min/max in turn) whose
+        quantise-dequantise error is least."""
+        values = np.concatenate(self.samples) if self.samples else np.zeros(1, np.float32)
+        lo, hi = min(self.lo, 0.0), max(self.hi, 0.0)
+
+        def error(a: float, b: float) -> float:
+            qp = asymmetric(a, b)
+            q = np.clip(np.round(values / qp.scale) + qp.zp, -128, 127)
+            return float(np.mean(((q - qp.zp) * qp.scale - values) ** 2))
+
+        ratios = np.geomspace(1.0, 0.01, 48)
+        best = error(lo, hi)
+        for _ in range(2):  # coordinate descent: the top end, then the bottom end
+            for side in ("hi", "lo"):
+                for r in ratios:
+                    a, b = (lo, self.hi * r) if side == "hi" else (min(self.lo, 0) * r, hi)
+                    e = error(a, b)
+                    if e < best - 1e-15:
+                        best, lo, hi = e, min(a, 0.0), max(b, 0.0)
+        return asymmetric(lo, hi)
+
+
+def _requantised(counts: np.ndarray, levels: int = 255) -> np.ndarray:
+    """`counts` merged into `levels` equal groups and spread back uniformly over each group's
+    non-empty bins: the distribution int8 can represent."""
+    starts = np.linspace(0, counts.size, levels + 1).astype(np.intp)[:-1]
+    sums = np.add.reduceat(counts, starts)
+    filled = np.add.reduceat((counts > 0).astype(np.float64), starts)
+    per_bin = np.repeat(sums / np.maximum(filled, 1), np.diff(np.append(starts, counts.size)))
+    return np.where(counts > 0, per_bin, 0.0)
+
+
+def _kl(p: np.ndarray, q: np.ndarray) -> float:
+    p = p / max(p.sum(), 1e-12)
+    q = q / max(q.sum(), 1e-12)
+    mask = p > 0
+    return float(np.sum(p[mask] * np.log(p[mask] / np.maximum(q[mask], 1e-12))))
+
+
+def _progress(done: int, total: int) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\rI calibrating [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done == total:
+        sys.stderr.write("\n")
+
+
+def calibrate(
+    model: onnx.ModelProto,
+    samples: Sequence[list[np.ndarray]],
+    tensors: list[str],
+    algorithm: str,
+    progress: Callable[[int, int], None] = _progress,
+    bounds: dict[str, tuple[float, float]] | None = None,
+) -> dict[str, QParams]:
+    """Run the float model on every sample and choose int8 parameters for `tensors`."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    del probe.graph.output[:]
+    probe.graph.output.extend(helper.make_empty_tensor_value_info(t) for t in tensors)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        session = ort.InferenceSession(probe.SerializeToString(), options,
+                                       providers=["CPUExecutionProvider"])  # fmt: skip
+    except Exception as exc:  # onnxruntime's errors come in several types
+        raise ConversionError(f"calibration model cannot be loaded: {exc}") from None
+    names = [i.name for i in model.graph.input]
+    hists = {t: _Histogram() for t in tensors}
+    for k, sample in enumerate(samples):
+        feed = dict(zip(names, sample))
+        for name in names:  # graph inputs are outputs of the probe too
+            hists[name].add(feed[name]) if name in hists else None
+        values = session.run([t for t in tensors if t not in names], feed)
+        for t, v in zip([t for t in tensors if t not in names], values):
+            hists[t].add(v)
+        progress(k + 1, len(samples))
+    for t, (lo, hi) in (bounds or {}).items():
+        if t in hists:
+            h = hists[t]
+            h.lo, h.hi = max(h.lo, lo), min(h.hi, hi)
+            h.samples = [np.clip(v, lo, hi) for v in h.samples]
+    if algorithm == "normal":
+        return {t: asymmetric(h.lo, h.hi) for t, h in hists.items()}
+    if algorithm == "kl_divergence":
+        return {t: h.kl_divergence() for t, h in hists.items()}
+    return {t: h.mmse() for t, h in hists.items()}

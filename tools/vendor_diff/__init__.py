@@ -1,0 +1,1 @@
+"""Differential measurement of rknnrt's int8 against the vendor's rknn-toolkit2 (optional)."""

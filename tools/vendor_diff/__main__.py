@@ -1,0 +1,136 @@
+"""python -m tools.vendor_diff MODEL.onnx [--vendor-python /work/vendor_env/bin/python]
+   [--record OUT.json | --recorded IN.json] [--samples 16] [--seed 0] [--algorithm normal]
+
+Builds MODEL in int8 with rknnrt and (with --vendor-python) with the vendor's toolkit in a
+subprocess with its own temp folder, or takes the vendor's side from a recorded JSON; prints
+per-tensor scale/zero-point agreement, IO attributes side by side and the outputs' agreement
+in the vendor's quantisation steps. --record writes the vendor's side (and the summary) as a
+small JSON fixture that tests compare against without the vendor package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+
+from .compare import match, output_steps, rknnrt_side, samples
+
+VENDOR_SIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor_side.py")
+
+
+def vendor_side(model: onnx.ModelProto, calib: list, test: list, vendor_python: str,
+                algorithm: str, method: str) -> dict:  # fmt: skip
+    """The vendor's per-tensor parameters and simulator outputs (its own process and folder)."""
+    with tempfile.TemporaryDirectory(prefix="vendor_diff_") as work:
+        onnx.save(model, os.path.join(work, "model.onnx"))
+        lines = []
+        for k, sample in enumerate(calib):
+            paths = []
+            for i, x in enumerate(sample):
+                paths.append(os.path.join(work, f"c{k}_{i}.npy"))
+                np.save(paths[-1], x)
+            lines.append(" ".join(paths))
+        with open(os.path.join(work, "dataset.txt"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        tests = []
+        for i, x in enumerate(test):
+            tests.append(os.path.join(work, f"t_{i}.npy"))
+            np.save(tests[-1], x)
+        request = {"workdir": work, "platform": "rk3588", "algorithm": algorithm,
+                   "method": method, "model": os.path.join(work, "model.onnx"),
+                   "dataset": os.path.join(work, "dataset.txt"), "test_inputs": tests}  # fmt: skip
+        with open(os.path.join(work, "request.json"), "w") as f:
+            json.dump(request, f)
+        done = subprocess.run([vendor_python, VENDOR_SIDE, os.path.join(work, "request.json")],
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        if done.returncode != 0:
+            log = open(os.path.join(work, "vendor.log")).read()[-2000:] if os.path.exists(
+                os.path.join(work, "vendor.log")) else ""  # fmt: skip
+            raise RuntimeError(f"vendor build failed: {done.stderr[-2000:]}\n{log}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def diff(model: onnx.ModelProto, vendor: dict, calib: list, test: list,
+         algorithm: str = "normal", method: str = "channel", **options) -> dict:  # fmt: skip
+    ours = rknnrt_side(model, calib, test, algorithm, method, **options)
+    names = [o.name for o in model.graph.output]
+    vendor_outputs = vendor["outputs"]
+    return {
+        "tensors": match(ours["tensors"], vendor["tensors"]),
+        "io": {
+            name: {
+                "rknnrt": ours["io"].get(name),
+                "vendor": vendor["tensors"].get(f"{name}_int8", vendor["tensors"].get(name)),
+            }
+            for name in [i.name for i in model.graph.input] + names
+        },  # fmt: skip
+        "outputs": output_steps(ours["outputs"], vendor_outputs, vendor["tensors"], names),
+    }
+
+
+def report(result: dict) -> str:
+    t = result["tensors"]
+    lines = [f"tensors in both: {len(t['pairs'])}, scale (1e-4 rel) and zp agree: "
+             f"{t['agreement']:.1%}; vendor only: {len(t['vendor_only'])}, rknnrt only: "
+             f"{len(t['rknnrt_only'])}"]  # fmt: skip
+    for name, p in t["pairs"].items():
+        if not p["agree"]:
+            lines.append(f"  {name:24s} rknnrt {p['rknnrt'][0]:.6g}/{p['rknnrt'][1]:4d}  "
+                         f"vendor {p['vendor'][0]:.6g}/{p['vendor'][1]:4d}  "
+                         f"({p['scale_rel']:.1%})")  # fmt: skip
+    if t["vendor_only"]:
+        lines.append(f"  vendor only: {', '.join(t['vendor_only'])}")
+    if t["rknnrt_only"]:
+        lines.append(f"  rknnrt only: {', '.join(t['rknnrt_only'])}")
+    lines.append("IO attributes (rknnrt | vendor):")
+    for name, sides in result["io"].items():
+        lines.append(f"  {name:12s} {sides['rknnrt']} | {sides['vendor']}")
+    for o in result["outputs"]:
+        extra = (f", within one step {o['within_one']:.2%}, max {o['max_steps']} steps"
+                 if "max_steps" in o else "")  # fmt: skip
+        lines.append(f"output {o['name']}: cosine {o['cosine']:.6f}{extra}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.vendor_diff")
+    parser.add_argument("model")
+    parser.add_argument("--vendor-python")
+    parser.add_argument("--recorded")
+    parser.add_argument("--record")
+    parser.add_argument("--samples", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--algorithm", default="normal")
+    parser.add_argument("--method", default="channel")
+    args = parser.parse_args(argv)
+    model = onnx.load(args.model)
+    data = samples(model, args.samples + 1, args.seed)
+    calib, test = data[:-1], data[-1]
+    if args.recorded:
+        from .regenerate import expand
+
+        with open(args.recorded) as f:
+            vendor = expand(json.load(f)["vendor"], [o.name for o in model.graph.output])
+    elif args.vendor_python:
+        vendor = vendor_side(model, calib, test, args.vendor_python, args.algorithm, args.method)
+    else:
+        parser.error("give --vendor-python or --recorded")
+    result = diff(model, vendor, calib, test, args.algorithm, args.method)
+    print(report(result))
+    if args.record:
+        with open(args.record, "w") as f:
+            json.dump({"model": os.path.basename(args.model), "samples": args.samples,
+                       "seed": args.seed, "algorithm": args.algorithm, "method": args.method,
+                       "vendor": vendor, "summary": result}, f, separators=(",", ":"))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

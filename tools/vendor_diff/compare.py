@@ -1,0 +1,118 @@
+"""rknnrt's side of the differential measurement and the comparison itself (no vendor code).
+
+The vendor's side comes from vendor_side.py run under the vendor's python (a subprocess with
+its own working folder), or from a recorded JSON fixture (tests/quant/data/), so CI compares
+without the vendor package.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import tempfile
+
+import numpy as np
+import onnx
+
+import rknnrt as rk
+from rknnrt.lite import RKNNLite
+from rknnrt.toolkit import RKNN, passes
+from rknnrt.toolkit.quantize import quantize_model
+
+# The vendor's renames of tensors rknnrt keeps under the ONNX name: IO copies, the reshape
+# wrapped around a final op, a Gemm/MatMul output ('_mm'). Other vendor-only tensors ('_mp',
+# '_sw', '_rs', '_exSecondary') are its own intermediates and are reported as such.
+VENDOR_SUFFIXES = ("_int8", "-rs", "_mm")
+_TYPE = {rk.RKNN_TENSOR_INT8: "int8", rk.RKNN_TENSOR_FLOAT16: "float16",
+         rk.RKNN_TENSOR_FLOAT32: "float32", rk.RKNN_TENSOR_UINT8: "uint8"}  # fmt: skip
+
+
+def samples(model: onnx.ModelProto, count: int, seed: int) -> list[list[np.ndarray]]:
+    """uniform[0, 1) inputs in the model's layout, the measurement's fixed dataset."""
+    rng = np.random.RandomState(seed)
+    shapes = [[d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in model.graph.input]
+    return [[rng.rand(*s).astype(np.float32) for s in shapes] for _ in range(count)]
+
+
+def rknnrt_side(model: onnx.ModelProto, calib: list[list[np.ndarray]], test: list[np.ndarray],
+                algorithm: str = "normal", method: str = "channel", **options) -> dict:  # fmt: skip
+    """Per-tensor (scale, zp), IO attributes and float outputs of rknnrt's int8 build."""
+    prepared = passes.run_all(model)
+    quantized = quantize_model(prepared, calib, algorithm=algorithm,
+                               per_channel=method == "channel", progress=lambda d, t: None,
+                               **options)  # fmt: skip
+    tensors = {n: {"scale": s, "zp": z} for n, (s, z) in quantized.tensor_qparams.items()}
+    rknn = RKNN()
+    rknn.config(target_platform="rk3588", quantized_algorithm=algorithm,
+                quantized_method=method)  # fmt: skip
+    rknn.load_onnx(model)
+    if rknn.build(do_quantization=True, dataset=calib) != 0:
+        raise RuntimeError("rknnrt build failed")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.rknn")
+        with open(path, "wb") as f:
+            f.write(rknn.model_bytes())
+        runtime = RKNNLite()
+        runtime.load_rknn(path)
+        runtime.init_runtime()
+        outs = runtime.inference(test, data_format="nchw")
+        io = _io_attrs(path)
+        runtime.release()
+    return {"tensors": tensors, "io": io, "outputs": [o.ravel().tolist() for o in outs]}
+
+
+def _io_attrs(path: str) -> dict:
+    ctx = rk.rknn_context(0)
+    data = open(path, "rb").read()
+    assert rk.rknn_init(ctypes.byref(ctx), data, len(data), 0, None) == 0
+    num = rk.rknn_input_output_num()
+    rk.rknn_query(ctx, rk.RKNN_QUERY_IN_OUT_NUM, ctypes.byref(num), ctypes.sizeof(num))
+    io = {}
+    for cmd, count in ((rk.RKNN_QUERY_INPUT_ATTR, num.n_input),
+                       (rk.RKNN_QUERY_OUTPUT_ATTR, num.n_output)):  # fmt: skip
+        for i in range(count):
+            a = rk.rknn_tensor_attr(index=i)
+            rk.rknn_query(ctx, cmd, ctypes.byref(a), ctypes.sizeof(a))
+            io[a.name.decode()] = {"dtype": _TYPE.get(a.type, str(a.type)),
+                                   "scale": float(a.scale), "zp": int(a.zp)}  # fmt: skip
+    rk.rknn_destroy(ctx)
+    return io
+
+
+def match(rknnrt_tensors: dict, vendor_tensors: dict) -> dict:
+    """Pair tensors by name (vendor renames undone); per-pair agreement."""
+    pairs, vendor_only = {}, []
+    for vname, v in vendor_tensors.items():
+        if "scale" not in v:
+            continue
+        name = vname
+        for suffix in VENDOR_SUFFIXES:
+            if name not in rknnrt_tensors and name.endswith(suffix):
+                name = name[: -len(suffix)]
+        if name in rknnrt_tensors and name not in pairs:
+            r = rknnrt_tensors[name]
+            rel = abs(r["scale"] - v["scale"]) / v["scale"]
+            pairs[name] = {"vendor_name": vname, "rknnrt": [r["scale"], r["zp"]],
+                           "vendor": [v["scale"], v["zp"]], "scale_rel": rel,
+                           "agree": rel <= 1e-4 and r["zp"] == v["zp"]}  # fmt: skip
+        elif name not in pairs:
+            vendor_only.append(vname)
+    rknnrt_only = sorted(set(rknnrt_tensors) - set(pairs))
+    agree = sum(p["agree"] for p in pairs.values())
+    return {"pairs": pairs, "vendor_only": sorted(vendor_only), "rknnrt_only": rknnrt_only,
+            "agreement": agree / max(len(pairs), 1)}  # fmt: skip
+
+
+def output_steps(ours: list, vendor: list, vendor_tensors: dict, names: list[str]) -> list[dict]:
+    """Per output: cosine, and the difference in the vendor's quantisation steps."""
+    result = []
+    for name, a, b in zip(names, ours, vendor):
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        cos = float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-30))
+        v = vendor_tensors.get(f"{name}_int8", vendor_tensors.get(name, {}))
+        entry = {"name": name, "cosine": cos}
+        if "scale" in v:
+            steps = np.round(np.abs(a - b) / v["scale"])
+            entry.update(within_one=float(np.mean(steps <= 1)), max_steps=int(steps.max()))
+        result.append(entry)
+    return result

@@ -1,0 +1,47 @@
+"""The small models the recorded vendor fixtures cover (built with onnx.helper, seeded)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_TESTS = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "quant")
+sys.path.insert(0, os.path.abspath(_TESTS))
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from shaped_models import ocr_det_like, op_zoo, yolov5s_like  # noqa: E402
+from test_quantization import mlp_model, two_io_model  # noqa: E402
+
+from .light import redraw  # noqa: E402
+
+
+def sigmoid_range() -> onnx.ModelProto:
+    """x -> 1x1 Conv with outputs of about +-15 -> Sigmoid -> 1x1 Conv: the Sigmoid input's
+    calibrated range clipped to [-7, 7] by the vendor."""
+    rng = np.random.RandomState(0)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]),
+             helper.make_node("Sigmoid", ["c"], ["s"]),
+             helper.make_node("Conv", ["s", "w2"], ["y"], kernel_shape=[1, 1])]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "sig", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])],
+        [numpy_helper.from_array((rng.randn(4, 3, 1, 1) * 15).astype(np.float32), "w"),
+         numpy_helper.from_array(rng.randn(2, 4, 1, 1).astype(np.float32), "w2")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    return onnx.shape_inference.infer_shapes(model)
+
+
+FIXTURES = {
+    "sigmoid_range": sigmoid_range,
+    "yolov5s_like": yolov5s_like,  # Conv/SiLU, Concat, MaxPool (SPPF), Resize, Sigmoid head
+    "ocr_det_like": ocr_det_like,  # Resize-heavy FPN, HardSwish, Add, Sigmoid
+    "op_zoo": op_zoo,  # Split, Slice, linear Resize, MatMul, final Softmax
+    "two_io": two_io_model,  # two inputs, residual Add, Concat, GlobalAveragePool, Gemm
+    "mlp": mlp_model,  # MatMul, Gemm, final Softmax
+    # SqueezeNet 1.0 with re-drawn weights: fire-module Concats, MaxPool, GAP, final Softmax
+    # wrapped in Flatten/Reshape
+    "light_squeezenet": lambda: redraw("light_squeezenet"),
+}
