@@ -17,6 +17,7 @@ import onnx
 from . import perf
 from .board_layers import Layer
 from .partition import SegmentedBinding, SegmentedProgram
+from .perf_table import render
 from .platforms import Platform
 
 
@@ -56,4 +57,4 @@ def perf_table(program: SegmentedProgram, binding: SegmentedBinding, weights: np
         cost = model.cost(layer)
         cost = replace(cost, time_us=cost.time_us + transfer_us)
         rows.append(perf.OpRow(layer, "FLOAT32", cost, host_us))
-    return perf.render(rows, model, core_mask)
+    return render(rows, model, core_mask)

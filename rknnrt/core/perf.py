@@ -25,7 +25,7 @@ import onnxruntime as ort
 from onnx import TensorProto
 
 from ..model.meta import ModelMeta
-from . import board_layers, board_model, log, perf_table, switches
+from . import board_layers, board_model, log, switches
 from .board_layers import Layer
 from .board_model import Cost
 from .platforms import Platform
@@ -301,9 +301,3 @@ def _row_dtype(layer: Layer, meta: ModelMeta, model: CostModel) -> str:
     spec = specs.get(layer.name)
     names = {"float32": "FLOAT32", "float16": "FLOAT16", "int8": "INT8", "uint8": "UINT8"}
     return names.get(spec.dtype, spec.dtype.upper()) if spec else model.dtype
-
-
-def render(op_rows: list[OpRow], model: CostModel, core_mask: int) -> str:
-    """The vendor-format text (core/perf_table.py) with the whole run's estimate."""
-    run_us = model.run_us([r.layer for r in op_rows]) if model.known else None
-    return perf_table.render(op_rows, model, core_mask, run_us, host_times() or not model.known)

@@ -8,10 +8,7 @@ two totals lines, rknnrt's estimate line, and the `Operator Time Consuming Ranki
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .perf import CostModel, OpRow
+from .perf import CostModel, OpRow, host_times
 
 
 def _shape_text(shapes: list[list[int]], limit: int = 3) -> str:
@@ -31,10 +28,11 @@ def _table(header: list[str], body: list[list[str]]) -> list[str]:
     return [fmt(header), *(fmt(r) for r in body)]
 
 
-def render(op_rows: list[OpRow], model: CostModel, core_mask: int, run_us: float | None = None,
-           host: bool = False) -> str:  # fmt: skip
-    """The vendor-format table. `run_us`: the whole run (the layers plus the fixed cost of a
-    run); `host`: Time(us) holds host times (RKNNRT_PERF_HOST=1)."""
+def render(op_rows: list[OpRow], model: CostModel, core_mask: int) -> str:
+    """The vendor-format table with the whole run's estimate (the layers plus the fixed cost of
+    a run); Time(us) holds host times with RKNNRT_PERF_HOST=1 or where no board model exists."""
+    run_us = model.run_us([r.layer for r in op_rows]) if model.known else None
+    host = host_times() or not model.known
     cores = model.platform.npu_cores
     multi = cores > 1
     header = ["ID", "OpType", "DataType", "Target", "InputShape", "OutputShape",

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import numpy as np
 import onnx
 
-from .. import attrs, device, guard, log, partition, partition_perf, perf, registry
+from .. import attrs, device, guard, log, partition, partition_perf, perf, perf_table, registry
 from ..errors import FAIL, INPUT_INVALID, PARAM_INVALID, RknnError
 from ..memory import Buffer, Memory
 from ..version import API_VERSION, DRIVER_VERSION
@@ -204,7 +204,8 @@ class Context:
         times = self._profiler.measure(weights, feeds)
         split = device.cores_for(self.frames.core_mask, self.platform.npu_cores)[1]
         model = perf.CostModel(self.platform, self._profiler.dtype, split)
-        return perf.render(perf.rows(self._profiler, times, model), model, self.frames.core_mask)
+        return perf_table.render(perf.rows(self._profiler, times, model), model,
+                                 self.frames.core_mask)
 
     def placement(self) -> list[tuple[str, str]]:
         """(op type x count, device) of the model's operators: the platform's op support and
