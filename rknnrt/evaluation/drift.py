@@ -14,11 +14,9 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
-from onnx import helper
 
 from ..toolkit import passes, quantize
-from .metrics import cosine
+from ..toolkit.probe import cosine, probe_session
 
 
 def _normalise(
@@ -34,20 +32,6 @@ def _normalise(
                 x = x / np.asarray(std[k], np.float32).reshape(1, -1, 1, 1)
         out.append(x)
     return out
-
-
-def _session(model: onnx.ModelProto, outputs: Sequence[str]) -> ort.InferenceSession:
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    del probe.graph.output[:]
-    probe.graph.output.extend(helper.make_empty_tensor_value_info(t) for t in outputs)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.intra_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(
-        probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
 
 
 def layer_drift(
@@ -87,8 +71,8 @@ def layer_drift(
     inputs = [i.name for i in prepared.graph.input]
     order = [o for n in prepared.graph.node for o in n.output]
     tensors = [t for t in order if f"{t}__dq" in produced]
-    float_session = _session(prepared, tensors)
-    int8_session = _session(program, [f"{t}__dq" for t in tensors])
+    float_session = probe_session(prepared, tensors, threads=1)
+    int8_session = probe_session(program, [f"{t}__dq" for t in tensors], threads=1)
     sums = np.zeros(len(tensors))
     for sample in samples:
         x = _normalise(sample, mean, std)

@@ -20,8 +20,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..toolkit.probe import cosine
 from .data import Sample, decode
-from .metrics import Metric, cosine, max_abs, top_k
+from .metrics import Metric, max_abs, top_k
 from .runner import ModelRunner, Reference, normalisation
 
 Record = dict[str, Any]

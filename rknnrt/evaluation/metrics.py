@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..toolkit.probe import cosine as cosine  # the metric, shared with the converter
 from .data import Sample
 
 
@@ -26,16 +27,6 @@ class Metric(Protocol):
     ) -> Any: ...
 
     def summarize(self, values: Sequence[Any]) -> dict[str, float]: ...
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    a64, b64 = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
-    na, nb = float(np.linalg.norm(a64)), float(np.linalg.norm(b64))
-    if na == 0.0 and nb == 0.0:
-        return 1.0
-    if na == 0.0 or nb == 0.0:
-        return 0.0
-    return float(np.dot(a64, b64) / (na * nb))
 
 
 def max_abs(a: np.ndarray, b: np.ndarray) -> float:

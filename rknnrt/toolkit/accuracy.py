@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import helper
 
 from .errors import ConversionError
+from .probe import cosine, probe_session
 
 WORST_SHOWN = 5
 
@@ -34,30 +34,8 @@ class TensorError:
     single: tuple[float, float] | None
 
 
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
-    na, nb = np.linalg.norm(a), np.linalg.norm(b)
-    if na == 0 and nb == 0:
-        return 1.0
-    if na == 0 or nb == 0:
-        return 0.0
-    return float(np.dot(a, b) / (na * nb))
-
-
 def euclidean(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.norm(a.astype(np.float64).ravel() - b.astype(np.float64).ravel()))
-
-
-def _session(model: onnx.ModelProto, outputs: Sequence[str]) -> ort.InferenceSession:
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    del probe.graph.output[:]
-    probe.graph.output.extend(helper.make_empty_tensor_value_info(t) for t in outputs)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(probe.SerializeToString(), options,
-                                providers=["CPUExecutionProvider"])  # fmt: skip
 
 
 def _producers(model: onnx.ModelProto) -> dict[str, str]:
@@ -131,7 +109,7 @@ def single_layer_values(program: onnx.ModelProto, feed: dict[str, np.ndarray],
         return {}
     full_feed = dict(feed)
     full_feed.update({f"{b}__golden": golden[b].astype(np.float32) for b in exposed})
-    values = _session(model, list(exposed.values())).run(list(exposed.values()), full_feed)
+    values = probe_session(model, list(exposed.values())).run(list(exposed.values()), full_feed)
     return {base: _fake_quant(v.astype(np.float32), tensor_qparams.get(base))
             for base, v in zip(exposed, values)}  # fmt: skip
 
@@ -144,7 +122,7 @@ def analyse(float_program: onnx.ModelProto, program: onnx.ModelProto,
     names = [i.name for i in float_program.graph.input] + \
         [o for n in float_program.graph.node for o in n.output if o]  # fmt: skip
     floats = [t for t in names if t not in {i.name for i in float_program.graph.input}]
-    golden_values = _session(float_program, floats).run(
+    golden_values = probe_session(float_program, floats).run(
         floats, {i.name: x.astype(np.float32) for i, x in zip(float_program.graph.input, sample)})
     golden = dict(zip(floats, golden_values))
     golden.update({i.name: np.asarray(x, np.float32)
@@ -153,7 +131,7 @@ def analyse(float_program: onnx.ModelProto, program: onnx.ModelProto,
     where = simulated_names(program, [t for t in names if t in golden])
     feed = _program_feed(program, sample, io_qparams)
     wanted = [w for w in where.values() if w not in feed]
-    values = dict(zip(wanted, _session(program, wanted).run(wanted, feed))) if wanted else {}
+    values = dict(zip(wanted, probe_session(program, wanted).run(wanted, feed))) if wanted else {}
     values.update(feed)
     simulated = {t: _as_float(w, values[w], io_qparams) for t, w in where.items()}
     singles = single_layer_values(program, feed, golden, tensor_qparams)

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
-import onnxruntime as ort
-from onnx import helper
 
 from ..errors import ConversionError
+from ..probe import probe_session
 
 # Activation calibration algorithms, the vendor's names.
 ALGORITHMS = ("normal", "mmse", "kl_divergence")
@@ -136,16 +135,8 @@ def calibrate(
     bounds: dict[str, tuple[float, float]] | None = None,
 ) -> dict[str, QParams]:
     """Run the float model on every sample and choose int8 parameters for `tensors`."""
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    del probe.graph.output[:]
-    probe.graph.output.extend(helper.make_empty_tensor_value_info(t) for t in tensors)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
-        session = ort.InferenceSession(probe.SerializeToString(), options,
-                                       providers=["CPUExecutionProvider"])  # fmt: skip
+        session = probe_session(model, tensors)
     except Exception as exc:  # onnxruntime's errors come in several types
         raise ConversionError(f"calibration model cannot be loaded: {exc}") from None
     names = [i.name for i in model.graph.input]

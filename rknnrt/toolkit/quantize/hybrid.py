@@ -15,32 +15,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
-import onnxruntime as ort
-from onnx import helper
 
+from ..probe import cosine, probe_session
 from .graph import at_least_opset
 
 if TYPE_CHECKING:
     from . import QuantizedProgram
 
 _ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSwish"})
-
-
-def _session(model: onnx.ModelProto, outputs: list[str]) -> ort.InferenceSession:
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    del probe.graph.output[:]
-    probe.graph.output.extend(helper.make_empty_tensor_value_info(t) for t in outputs)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return ort.InferenceSession(probe.SerializeToString(), options,
-                                providers=["CPUExecutionProvider"])  # fmt: skip
-
-
-def _cosine(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
-    norm = np.linalg.norm(a) * np.linalg.norm(b)
-    return float(a @ b / norm) if norm > 0 else float(np.array_equal(a, b))
 
 
 def tensor_cosines(
@@ -52,7 +34,7 @@ def tensor_cosines(
     program_outputs = {o.name for o in quantized.program.graph.output}
     names = [t for t in quantized.tensor_qparams if t not in inputs]
     in_program = [t if t in program_outputs else f"{t}__dq" for t in names]
-    float_run, quant_run = _session(model, names), _session(quantized.program, in_program)
+    float_run, quant_run = probe_session(model, names), probe_session(quantized.program, in_program)
     program_inputs = {
         vi.name: vi.type.tensor_type.elem_type for vi in quantized.program.graph.input
     }
@@ -69,7 +51,7 @@ def tensor_cosines(
             if q.dtype == np.int8:
                 scale, zp = quantized.tensor_qparams[name]
                 q = (q.astype(np.float32) - zp) * scale
-            sums[name] += _cosine(f, q)
+            sums[name] += cosine(f, q)
     return {name: total / len(samples) for name, total in sums.items()}
 
 
