@@ -154,7 +154,7 @@ def convert(model: str | onnx.ModelProto) -> bytes:
             # float32: the same arithmetic as onnxruntime on the original, so only overhead differs
             ("config", lambda: rknn.config(target_platform="rk3588", float_dtype="float32")),
             ("load_onnx", lambda: rknn.load_onnx(model)),
-            ("build", rknn.build),
+            ("build", lambda: rknn.build(do_quantization=False)),
         ):
             if status() != 0:
                 raise RuntimeError(f"RKNN.{what} failed: {rknn.last_error}")
