@@ -219,6 +219,8 @@ class SegmentedProgram:
                 step.mids += [n.output[0] for n in pre]
                 self.steps.append(step)
                 continue
+            if not outs:  # nothing later reads what it makes (dead conversions): no session
+                continue
             segment = _segment(group, model, ins, outs, types)
             options = session_options()
             external = [t.name for t in segment.graph.initializer if t.name in views]
