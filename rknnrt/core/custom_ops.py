@@ -234,8 +234,8 @@ class ContextOps:
 
     def run_node(self, node: NodeInstance, ins: list[np.ndarray], outs: list[np.ndarray],
                  guards: list[np.ndarray]) -> None:  # fmt: skip
-        """prepare then compute of one node on the context's buffers (`guards`: the guard area
-        after each output, see guarded_empty)."""
+        """prepare then compute of one node on the context's buffers (`guards`: the bytes after
+        each output, see guarded_empty: a change there is a write past the output)."""
         if node.builtin is not None:
             node.builtin.run(ins, outs)
             return
@@ -246,23 +246,28 @@ class ContextOps:
                 f"custom op {node.op_type} at node '{node.name}' is not "
                 "registered: call rknn_register_custom_ops before rknn_run",
             )
+        before = [g.tobytes() for g in guards]  # in internal memory: another tensor's bytes
+        for guard in guards:
+            guard[...] = GUARD_BYTE
         status = guarded(op.prepare, node, ins, outs) if op.has_prepare else 0
         if status == 0:
             status = guarded(op.compute, node, ins, outs)
+        overrun = [k for k, g in enumerate(guards) if g.tobytes() != _GUARD]
+        for guard, saved in zip(guards, before):
+            guard[...] = np.frombuffer(saved, np.uint8)
         if status != 0:
             raise RknnError(
                 FAIL,
                 f"custom op {node.op_type} at node '{node.name}': the callback "
                 f"{outcome(status)}; the outputs of this run are not valid",
             )
-        for k, guard in enumerate(guards):
-            if guard.tobytes() != _GUARD:
-                guard[...] = GUARD_BYTE
-                raise RknnError(
-                    FAIL,
-                    f"custom op {node.op_type} at node '{node.name}' wrote past the end of "
-                    f"output '{node.outputs[k]}' ({outs[k].nbytes} bytes)",
-                )
+        if overrun:
+            k = overrun[0]
+            raise RknnError(
+                FAIL,
+                f"custom op {node.op_type} at node '{node.name}' wrote past the end of "
+                f"output '{node.outputs[k]}' ({outs[k].nbytes} bytes)",
+            )
 
     def destroy(self) -> None:
         """destroy once per node (rknn_destroy); errors are logged, never raised."""
