@@ -233,9 +233,10 @@ class ContextOps:
         self.ops = given
 
     def run_node(self, node: NodeInstance, ins: list[np.ndarray], outs: list[np.ndarray],
-                 guards: list[np.ndarray]) -> None:  # fmt: skip
+                 guards: list[np.ndarray], shared: list[np.ndarray] = ()) -> None:  # type: ignore[assignment]  # fmt: skip
         """prepare then compute of one node on the context's buffers (`guards`: the bytes after
-        each output, see guarded_empty: a change there is a write past the output)."""
+        each output, see guarded_empty: a change there is a write past the output; `shared`:
+        those of them in internal memory, filled with the pattern for the call, then restored)."""
         if node.builtin is not None:
             node.builtin.run(ins, outs)
             return
@@ -246,23 +247,29 @@ class ContextOps:
                 f"custom op {node.op_type} at node '{node.name}' is not "
                 "registered: call rknn_register_custom_ops before rknn_run",
             )
-        before = [g.tobytes() for g in guards]  # in internal memory: another tensor's bytes
-        for guard in guards:
-            guard[...] = GUARD_BYTE
+        if shared:  # guards in internal memory hold other tensors' bytes: kept aside
+            before = [g.tobytes() for g in shared]
+            for guard in shared:
+                guard[...] = GUARD_BYTE
         status = guarded(op.prepare, node, ins, outs) if op.has_prepare else 0
         if status == 0:
             status = guarded(op.compute, node, ins, outs)
-        overrun = [k for k, g in enumerate(guards) if g.tobytes() != _GUARD]
-        for guard, saved in zip(guards, before):
-            guard[...] = np.frombuffer(saved, np.uint8)
+        overrun = -1
+        for k, guard in enumerate(guards):
+            if guard.tobytes() != _GUARD:
+                guard[...] = GUARD_BYTE
+                overrun = k
+        if shared:
+            for guard, saved in zip(shared, before):
+                guard[...] = np.frombuffer(saved, np.uint8)
         if status != 0:
             raise RknnError(
                 FAIL,
                 f"custom op {node.op_type} at node '{node.name}': the callback "
                 f"{outcome(status)}; the outputs of this run are not valid",
             )
-        if overrun:
-            k = overrun[0]
+        if overrun >= 0:
+            k = overrun
             raise RknnError(
                 FAIL,
                 f"custom op {node.op_type} at node '{node.name}' wrote past the end of "

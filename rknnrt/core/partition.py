@@ -303,11 +303,12 @@ class SegmentedBinding:
                 b = self.cpu_buffers  # a custom step runs on the CPU
                 ins, outs = custom_ops.arrays_of(node, b)
                 guards = [self._guard(n, a, outs) for n, a in zip(node.outputs, outs)]
+                shared = [g for n, g in zip(node.outputs, guards) if n in self.placed]
                 pre = [*self._syncs(step.inputs, to_cpu=True),
                        *(_converter(k, b[x], b[y], sc, zp) for k, x, y, sc, zp in step.pre)]
                 post = [*(_converter(k, b[x], b[y], sc, zp) for k, x, y, sc, zp in step.post),
                         *self._syncs(step.outputs, to_cpu=False)]  # fmt: skip
-                self._plan.append((None, None, (node, ins, outs, guards, pre, post)))
+                self._plan.append((None, None, (node, ins, outs, guards, pre, post, shared)))
             else:
                 self._plan.append((step.session, io, ()))
         for step, io in self._bindings:
@@ -386,11 +387,11 @@ class SegmentedBinding:
                 self.run_custom(*node_args)
 
     def run_custom(self, node: custom_ops.NodeInstance, ins: list, outs: list, guards: list,
-                   pre: list[Callable], post: list[Callable]) -> None:  # fmt: skip
+                   pre: list[Callable], post: list[Callable], shared: list) -> None:  # fmt: skip
         """One custom step: its input conversions, the op, its output conversions."""
         for convert in pre:
             convert()
-        self.custom.run_node(node, ins, outs, guards)
+        self.custom.run_node(node, ins, outs, guards, shared)
         for convert in post:
             convert()
 
