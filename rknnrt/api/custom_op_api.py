@@ -31,6 +31,7 @@ __all__ = [
     "rknn_register_custom_ops",
     "rknn_custom_op_get_op_attr",
     "rknn_custom_op_from_python",
+    "rknn_custom_op_standin",
 ]
 
 _TYPES = {
@@ -239,4 +240,21 @@ def rknn_custom_op_from_python(op: Any, target: int = c.RKNN_TARGET_TYPE_CPU) ->
 
     struct = rknn_custom_op(version=1, target=int(target), op_type=op.op_type.encode())
     struct.compute = rknn_custom_op_callback(compute)  # ctypes keeps it with the structure
+    return struct
+
+
+def _zero_outputs(op_ctx, ins, n_in, outs, n_out):  # type: ignore[no-untyped-def]
+    for k in range(n_out):
+        ctypes.memset(outs[k].mem.virt_addr + outs[k].mem.offset, 0, outs[k].attr.size)
+    return 0
+
+
+_ZERO_OUTPUTS = rknn_custom_op_callback(_zero_outputs)
+
+
+def rknn_custom_op_standin(op_type: str) -> rknn_custom_op:
+    """rknnrt extension, for tools that time a model without its operators' code (`rknnrt
+    perf`): an `rknn_custom_op` of that type whose compute writes zeros to its outputs."""
+    struct = rknn_custom_op(version=1, target=c.RKNN_TARGET_TYPE_CPU, op_type=op_type.encode())
+    struct.compute = _ZERO_OUTPUTS
     return struct

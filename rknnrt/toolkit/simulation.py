@@ -12,11 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import onnx
 
 from ..lite import RKNNLite
-from ..model import container, targets
-from ..model.custom_ops import CUSTOM_DOMAIN, is_custom
+from ..model import targets
+from ..model.custom_ops import custom_op_types
 from .errors import ConversionError
 
 
@@ -104,14 +103,7 @@ class Simulation:
 def _ops_of(model: bytes, registered: Mapping[str, Any]) -> list[Any]:
     """The registered ops (RKNN.reg_custom_op) of the model's custom op types; ConversionError
     naming those of the model that were not registered."""
-    try:
-        graph = bytes(container.read(memoryview(model)).graph)
-    except Exception:  # the runtime reports an unreadable file itself
-        return []
-    if CUSTOM_DOMAIN.encode() not in graph:
-        return []
-    types = sorted({n.op_type for n in onnx.load_model_from_string(graph).graph.node
-                    if is_custom(n)})  # fmt: skip
+    types = custom_op_types(model)
     missing = [t for t in types if t not in registered]
     if missing:
         raise ConversionError(f"the model has custom op(s) {', '.join(missing)}: register "
