@@ -11,6 +11,7 @@ from cst_helpers import build, floats_at, make_op, run, sigmoid, sigmoid_compute
 from cst_models import reference
 
 import rknnrt as rk
+from rknnrt.core import registry
 from rknnrt.model import container
 
 
@@ -114,8 +115,6 @@ def test_an_int8_models_stored_crossing_tensors_are_in_internal_memory(sigmoid_o
         op, keep = make_op(compute=compute)
         assert rk.rknn_register_custom_ops(ctx, ctypes.byref(op), 1) == 0
         assert run(ctx, x)[0] == 0
-        from rknnrt.core import registry
-
         program = registry.get(ctx.value).weights.program
         (step,) = [s for s in program.steps if s.node is not None]
         (stored,) = step.inputs  # the int8 tensor the NPU segment wrote
