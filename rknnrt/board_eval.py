@@ -10,6 +10,7 @@ RKNN_QUERY_PERF_RUN (µs per run on the board) and RKNN_QUERY_MEM_SIZE.
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +63,7 @@ def eval_perf(model: bytes, core_mask: int = 0, inputs: list[np.ndarray] | None 
     NHWC uint8 images or float arrays per input (default: random)."""
     c = _Context(model, rk.RKNN_FLAG_COLLECT_PERF_MASK)
     try:
+        _stand_in_for_custom_ops(c, model)
         if core_mask and rk.rknn_set_core_mask(c.ctx, core_mask) != rk.RKNN_SUCC:
             raise RuntimeError(f"rknn_set_core_mask({core_mask:#x}) failed")
         arrays = inputs if inputs is not None else _random_inputs(c, seed)
@@ -85,6 +87,19 @@ def eval_perf(model: bytes, core_mask: int = 0, inputs: list[np.ndarray] | None 
         return PerfReport(text, int(run.run_duration))
     finally:
         c.close()
+
+
+def _stand_in_for_custom_ops(c: _Context, model: bytes) -> None:
+    """A model with custom ops is timed with stand-ins that write zeros (docs/custom-ops.md)."""
+    from .model.custom_ops import custom_op_types
+
+    types = custom_op_types(model)
+    if types:
+        ops = [rk.rknn_custom_op_standin(t) for t in types]
+        if rk.rknn_register_custom_ops(c.ctx, ops, len(ops)) != rk.RKNN_SUCC:
+            raise RuntimeError("rknn_register_custom_ops failed")
+        sys.stderr.write(f"I custom op(s) {', '.join(types)}: timed with stand-ins that write "
+                         "zeros (no implementation is given here)\n")  # fmt: skip
 
 
 def eval_memory(model: bytes) -> dict[str, int]:

@@ -245,6 +245,14 @@ class RKNNLite:
         return {name: int(getattr(mem, name)) for name, _ in mem._fields_
                 if name != "reserved"}  # fmt: skip
 
+    def register_custom_ops(self, ops: Sequence[object]) -> int:
+        """rknn_register_custom_ops on this context, after init_runtime (rknnrt extension):
+        each op an rknn_custom_op or a toolkit2-style class (op_type, compute(node, inputs))."""
+        if not self._ctx.value:
+            log_error("register_custom_ops: the runtime is not initialised; call init_runtime")
+            return -1
+        return -1 if rk.rknn_register_custom_ops(self._ctx, list(ops), len(ops)) else 0
+
     def get_sdk_version(self) -> str:
         version = rk.rknn_sdk_version()
         if not self._ctx.value or self._query(rk.RKNN_QUERY_SDK_VERSION, version):

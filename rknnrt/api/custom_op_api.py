@@ -18,15 +18,21 @@ from ..core import custom_ops, registry
 from ..core.context import Context
 from ..core.errors import CTX_INVALID, PARAM_INVALID, RknnError
 from . import constants as c
-from .marshal import array_at, c_api, context_handle, struct_at
+from .marshal import _CArgObject, array_at, c_api, context_handle, struct_at
 from .structs import (
     rknn_custom_op,
     rknn_custom_op_attr,
+    rknn_custom_op_callback,
     rknn_custom_op_context,
     rknn_custom_op_tensor,
 )
 
-__all__ = ["rknn_register_custom_ops", "rknn_custom_op_get_op_attr"]
+__all__ = [
+    "rknn_register_custom_ops",
+    "rknn_custom_op_get_op_attr",
+    "rknn_custom_op_from_python",
+    "rknn_custom_op_standin",
+]
 
 _TYPES = {
     "float32": c.RKNN_TENSOR_FLOAT32,
@@ -145,6 +151,10 @@ def rknn_register_custom_ops(context: Any, op: Any, custom_op_num: int) -> None:
     ctx = registry.get(context_handle(context))
     if not isinstance(ctx, Context):
         raise RknnError(CTX_INVALID, "this call needs an rknn_context, not an rknn_matmul_ctx")
+    if isinstance(op, _CArgObject):  # byref(struct or array): hold the object, its callbacks too
+        op = op._obj
+    if isinstance(op, (list, tuple)):  # plain Python ops (toolkit2 classes) among structures
+        op = [rknn_custom_op_from_python(o) if _is_python_op(o) else o for o in op]
     count = int(custom_op_num)
     if count <= 0:
         raise RknnError(PARAM_INVALID, f"custom_op_num is {count}; give at least one op")
@@ -174,3 +184,77 @@ def rknn_custom_op_get_op_attr(op_ctx: Any, attr_name: Any, op_attr: Any) -> Non
     out.dtype = _TYPES[value.dtype.name]
     out.n_elems = value.size
     out.data = value.ctypes.data if value.size else None
+
+
+# -- plain Python operators ---------------------------------------------------------------------
+_DTYPES = {code: np.dtype(name) for name, code in _TYPES.items()}
+
+
+def _is_python_op(op: Any) -> bool:
+    return not isinstance(op, ctypes.Structure) and callable(getattr(op, "compute", None)) \
+        and isinstance(getattr(op, "op_type", None), str)  # fmt: skip
+
+
+def _view(tensor: rknn_custom_op_tensor) -> np.ndarray:
+    """A custom op tensor's data in place, with its dims and type."""
+    attr = tensor.attr
+    dtype = _DTYPES[attr.type]
+    shape = tuple(attr.dims[i] for i in range(attr.n_dims))
+    if attr.n_elems == 0:
+        return np.empty(shape, dtype)
+    raw = ctypes.cast(tensor.mem.virt_addr + tensor.mem.offset, ctypes.POINTER(ctypes.c_uint8))
+    return np.ctypeslib.as_array(raw, (attr.n_elems * dtype.itemsize,)).view(dtype).reshape(shape)
+
+
+def rknn_custom_op_from_python(op: Any, target: int = c.RKNN_TARGET_TYPE_CPU) -> rknn_custom_op:
+    """rknnrt extension: an `rknn_custom_op` whose compute runs a toolkit2-style Python op,
+    `op.op_type` and `op.compute(node, inputs) -> outputs` (the class given to
+    RKNN.reg_custom_op). `node` is the model's stored ONNX NodeProto (its attributes read with
+    rknnrt.toolkit.custom_ops.get_node_attr); `inputs` are read-only float32 (NCHW) / int64
+    arrays on the runtime's buffers; each returned array must have its output's number of
+    elements and is written into the output. The structure keeps the callback alive.
+    rknn_register_custom_ops also takes such objects directly in a list."""
+    if not _is_python_op(op):
+        raise TypeError("the op needs a string op_type and a compute(node, inputs) method")
+    compute_op = op.compute
+
+    def compute(op_ctx, ins, n_in, outs, n_out):  # type: ignore[no-untyped-def]
+        node = custom_ops.lookup_node(int(op_ctx.contents.internal_ctx))
+        if node is None or node.proto is None:
+            raise RuntimeError("the op context belongs to no live custom node")
+        inputs = [_view(ins[i]) for i in range(n_in)]
+        for array in inputs:
+            array.flags.writeable = False  # the runtime's buffers: compute returns new arrays
+        results = list(compute_op(node.proto, inputs))
+        if len(results) != n_out:
+            raise ValueError(f"compute returned {len(results)} outputs, the node has {n_out}")
+        for k, result in enumerate(results):
+            out = _view(outs[k])
+            value = np.asarray(result)
+            if value.size != out.size:
+                raise ValueError(
+                    f"compute returned shape {value.shape} for output {k} of shape {out.shape}"
+                )
+            out[...] = value.reshape(out.shape)
+        return 0
+
+    struct = rknn_custom_op(version=1, target=int(target), op_type=op.op_type.encode())
+    struct.compute = rknn_custom_op_callback(compute)  # ctypes keeps it with the structure
+    return struct
+
+
+def _zero_outputs(op_ctx, ins, n_in, outs, n_out):  # type: ignore[no-untyped-def]
+    for k in range(n_out):
+        ctypes.memset(outs[k].mem.virt_addr + outs[k].mem.offset, 0, outs[k].attr.size)
+    return 0
+
+
+_ZERO_OUTPUTS = rknn_custom_op_callback(_zero_outputs)
+
+
+def rknn_custom_op_standin(op_type: str) -> rknn_custom_op:
+    """rknnrt extension, for tools that time a model without its operators' code (`rknnrt
+    perf`): an `rknn_custom_op` of that type whose compute writes zeros to its outputs."""
+    struct = rknn_custom_op(version=1, target=c.RKNN_TARGET_TYPE_CPU, op_type=op_type.encode())
+    struct.compute = _ZERO_OUTPUTS
+    return struct

@@ -43,6 +43,7 @@ class NodeInstance:
     state: object = None  # the adapter's per-node data (its rknn_custom_op_context)
     builtin: BuiltinOp | None = None  # set when init asked for the built-in implementation
     generation: int = 0  # bumped when the context gives the node new buffers
+    proto: onnx.NodeProto | None = None  # the stored node (a Python op's compute gets it)
 
 
 class OpCallbacks(Protocol):
@@ -78,6 +79,11 @@ def node_attrs(node: onnx.NodeProto) -> dict[str, np.ndarray]:
     name = node.name.encode()
     attrs.setdefault("name", np.frombuffer(name + b"\0", np.uint8)[:-1])
     return attrs
+
+
+def lookup_node(internal_id: int) -> NodeInstance | None:
+    """The node behind an op context's internal_ctx (None once destroyed or never made)."""
+    return _nodes.get(internal_id)
 
 
 def lookup_attr(internal_id: int, attr_name: str) -> np.ndarray | None:
@@ -147,6 +153,7 @@ class ContextOps:
                 list(n.input),
                 list(n.output),
                 node_attrs(n),
+                proto=n,
             )
             for i, n in enumerate(graph.node)
             if is_custom(n)
@@ -217,7 +224,7 @@ class ContextOps:
                 elif status != 0:
                     raise RknnError(
                         FAIL,
-                        f"custom op {node.op_type} at node '{node.name}': init returned {status}",
+                        f"custom op {node.op_type} at node '{node.name}': init {outcome(status)}",
                     )
         except BaseException:
             for node in done:  # the context stays as it was before the call
@@ -226,9 +233,10 @@ class ContextOps:
         self.ops = given
 
     def run_node(self, node: NodeInstance, ins: list[np.ndarray], outs: list[np.ndarray],
-                 guards: list[np.ndarray]) -> None:  # fmt: skip
-        """prepare then compute of one node on the context's buffers (`guards`: the guard area
-        after each output, see guarded_empty)."""
+                 guards: list[np.ndarray], shared: list[np.ndarray] = ()) -> None:  # type: ignore[assignment]  # fmt: skip
+        """prepare then compute of one node on the context's buffers (`guards`: the bytes after
+        each output, see guarded_empty: a change there is a write past the output; `shared`:
+        those of them in internal memory, filled with the pattern for the call, then restored)."""
         if node.builtin is not None:
             node.builtin.run(ins, outs)
             return
@@ -239,23 +247,34 @@ class ContextOps:
                 f"custom op {node.op_type} at node '{node.name}' is not "
                 "registered: call rknn_register_custom_ops before rknn_run",
             )
+        if shared:  # guards in internal memory hold other tensors' bytes: kept aside
+            before = [g.tobytes() for g in shared]
+            for guard in shared:
+                guard[...] = GUARD_BYTE
         status = guarded(op.prepare, node, ins, outs) if op.has_prepare else 0
         if status == 0:
             status = guarded(op.compute, node, ins, outs)
-        if status != 0:
-            raise RknnError(
-                FAIL,
-                f"custom op {node.op_type} at node '{node.name}' returned "
-                f"{status}; the outputs of this run are not valid",
-            )
+        overrun = -1
         for k, guard in enumerate(guards):
             if guard.tobytes() != _GUARD:
                 guard[...] = GUARD_BYTE
-                raise RknnError(
-                    FAIL,
-                    f"custom op {node.op_type} at node '{node.name}' wrote past the end of "
-                    f"output '{node.outputs[k]}' ({outs[k].nbytes} bytes)",
-                )
+                overrun = k
+        if shared:
+            for guard, saved in zip(shared, before):
+                guard[...] = np.frombuffer(saved, np.uint8)
+        if status != 0:
+            raise RknnError(
+                FAIL,
+                f"custom op {node.op_type} at node '{node.name}': the callback "
+                f"{outcome(status)}; the outputs of this run are not valid",
+            )
+        if overrun >= 0:
+            k = overrun
+            raise RknnError(
+                FAIL,
+                f"custom op {node.op_type} at node '{node.name}' wrote past the end of "
+                f"output '{node.outputs[k]}' ({outs[k].nbytes} bytes)",
+            )
 
     def destroy(self) -> None:
         """destroy once per node (rknn_destroy); errors are logged, never raised."""
@@ -265,7 +284,7 @@ class ContextOps:
                 status = guarded(op.destroy, node)
                 if status != 0:
                     log.warning(
-                        f"custom op {node.op_type} at node '{node.name}': destroy returned {status}"
+                        f"custom op {node.op_type} at node '{node.name}': destroy {outcome(status)}"
                     )
             _forget(node)
         self.ops = {}
@@ -315,11 +334,12 @@ def _install_hook() -> None:
 
 
 def guarded(call: object, *args: object) -> int:
-    """`call(*args)` as a status: an exception (direct, or swallowed by ctypes) is
-    RKNN_ERR_FAIL with one line naming it."""
+    """`call(*args)` as a status: an exception (direct, or swallowed by ctypes) is -1, and
+    `outcome(status)` then names the exception for the caller's one log line."""
     if not _hook_installed:
         _install_hook()
     _errors.seen = seen = []
+    _errors.raised = None
     try:
         status = int(call(*args))  # type: ignore[operator]
     except Exception as exc:
@@ -328,12 +348,15 @@ def guarded(call: object, *args: object) -> int:
     finally:
         _errors.seen = None
     if seen:
-        exc = seen[0]
-        node = args[0]
-        where = f"{node.op_type} at node '{node.name}'" if isinstance(node, NodeInstance) else ""
-        log.error(f"custom op {where}: the callback raised {type(exc).__name__}: {exc}")
+        _errors.raised = f"raised {type(seen[0]).__name__}: {seen[0]}"
         return -1
     return status
+
+
+def outcome(status: int) -> str:
+    """What the last guarded call did, for a message: "returned -5" or "raised E: text"."""
+    raised = getattr(_errors, "raised", None)
+    return raised if status == -1 and raised else f"returned {status}"
 
 
 # -- output guards ----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ so a run copies nothing between segments.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ import onnxruntime as ort
 from ..model.custom_ops import is_custom
 from ..model.meta import ModelMeta, TensorSpec
 from ..model.op_placement import CPU_OPS, device_for
-from . import custom_ops
+from . import custom_ops, partition_memory
 from .errors import MODEL_INVALID, PARAM_INVALID, RknnError
 from .executor import address_of, session_options
 
@@ -219,6 +220,8 @@ class SegmentedProgram:
                 step.mids += [n.output[0] for n in pre]
                 self.steps.append(step)
                 continue
+            if not outs:  # nothing later reads what it makes (dead conversions): no session
+                continue
             segment = _segment(group, model, ins, outs, types)
             options = session_options()
             external = [t.name for t in segment.graph.initializer if t.name in views]
@@ -268,6 +271,12 @@ class SegmentedBinding:
                     self.buffers[name] = custom_ops.guarded_empty(shape, dtype)
                 else:
                     self.buffers[name] = np.empty(shape, dtype)
+        # The materialised intermediate tensors in buffers of their own, until use_internal
+        # places them in the internal memory.
+        self._own = {n: a for n, a in self.buffers.items() if n not in program.input_names}
+        self.cpu_buffers = self.buffers  # the same arrays until use_internal places some
+        self._internal: np.ndarray | None = None
+        self.placed: dict[str, int] = {}  # name -> offset in the internal memory
         self.outputs: list[np.ndarray] = []
         self.addresses: list[int] = []
         for spec in outputs:
@@ -291,12 +300,15 @@ class SegmentedBinding:
             if io is None:
                 node = next(nodes)
                 node.generation += 1
-                ins, outs = custom_ops.arrays_of(node, self.buffers)
-                guards = [custom_ops.guard_of(a) for a in outs]
-                b = self.buffers
-                pre = [_converter(k, b[x], b[y], sc, zp) for k, x, y, sc, zp in step.pre]
-                post = [_converter(k, b[x], b[y], sc, zp) for k, x, y, sc, zp in step.post]
-                self._plan.append((None, None, (node, ins, outs, guards, pre, post)))
+                b = self.cpu_buffers  # a custom step runs on the CPU
+                ins, outs = custom_ops.arrays_of(node, b)
+                guards = [self._guard(n, a, outs) for n, a in zip(node.outputs, outs)]
+                shared = [g for n, g in zip(node.outputs, guards) if n in self.placed]
+                pre = [*self._syncs(step.inputs, to_cpu=True),
+                       *(_converter(k, b[x], b[y], sc, zp) for k, x, y, sc, zp in step.pre)]
+                post = [*(_converter(k, b[x], b[y], sc, zp) for k, x, y, sc, zp in step.post),
+                        *self._syncs(step.outputs, to_cpu=False)]  # fmt: skip
+                self._plan.append((None, None, (node, ins, outs, guards, pre, post, shared)))
             else:
                 self._plan.append((step.session, io, ()))
         for step, io in self._bindings:
@@ -309,13 +321,61 @@ class SegmentedBinding:
                 a = self.buffers[name]
                 io.bind_output(name, "cpu", 0, a.dtype, a.shape, address_of(a))
 
+    def use_internal(self, views: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """Place the planned crossing tensors in the context's internal memory at their
+        planned offsets (`views`: its uint8 device and CPU views), or back in buffers of their
+        own (None). NPU segments use the device view, custom ops the CPU one; when they differ
+        (cacheable memory) a custom step syncs its placed inputs in and outputs out, as a
+        board's runtime does around a CPU op."""
+        program = self._program
+        placed: dict[str, int] = {}
+        if views is not None:
+            size = views[0].size
+            steps = [(s.inputs, [*s.mids, *s.outputs]) for s in program.steps]
+            sizes = {n: a.nbytes for n, a in self._own.items()}
+            placed = partition_memory.placements(program.meta.memory, steps, sizes, size)
+            for step in program.steps:  # a custom output needs its guard area there too
+                if step.node is not None:
+                    partition_memory.keep_guards(placed, sizes, step, custom_ops.GUARD_BYTES,
+                                                 size)  # fmt: skip
+        if not placed and not self.placed:
+            return
+        self.cpu_buffers = dict(self.buffers)
+        for name, own in self._own.items():
+            offset = placed.get(name)
+            if offset is None or views is None:
+                self.buffers[name] = self.cpu_buffers[name] = own
+                continue
+            device, cpu = (v[offset : offset + own.nbytes].view(own.dtype).reshape(own.shape)
+                           for v in views)  # fmt: skip
+            self.buffers[name], self.cpu_buffers[name] = device, cpu
+        self._internal, self.placed = None if views is None else views[1], placed
+        self._bind_all()
+
+    def _syncs(self, names: list[str], to_cpu: bool) -> list[Callable]:
+        """Copies between the device and CPU views of the placed tensors among `names`."""
+        pairs = [(self.buffers[n], self.cpu_buffers[n]) for n in names if n in self.placed]
+        pairs = [(d, c) for d, c in pairs if d.ctypes.data != c.ctypes.data]
+        if to_cpu:
+            return [functools.partial(np.copyto, c, d) for d, c in pairs]
+        return [functools.partial(np.copyto, d, c) for d, c in pairs]
+
+    def _guard(self, name: str, array: np.ndarray, outs: list[np.ndarray]) -> np.ndarray:
+        """The bytes after a custom output where a stray write shows: its own guard area, or
+        in internal memory the bytes after it (no tensor of its step: keep_guards)."""
+        offset = self.placed.get(name)
+        if offset is None or self._internal is None:
+            return custom_ops.guard_of(array)
+        start = offset + array.nbytes
+        return self._internal[start : start + custom_ops.GUARD_BYTES]
+
     def replace_output(self, index: int) -> None:
         """Give output `index` a new buffer (the old one now belongs to whoever holds it)."""
         old = self.outputs[index]
         array = custom_ops.guarded_empty(list(old.shape), old.dtype)
         name = self._program.output_names[index]
         self.outputs[index], self.addresses[index] = array, address_of(array)
-        self.buffers[name] = array
+        self.buffers[name] = self.cpu_buffers[name] = array
         self._bind_all()
 
     def run(self) -> None:
@@ -327,11 +387,11 @@ class SegmentedBinding:
                 self.run_custom(*node_args)
 
     def run_custom(self, node: custom_ops.NodeInstance, ins: list, outs: list, guards: list,
-                   pre: list[Callable], post: list[Callable]) -> None:  # fmt: skip
+                   pre: list[Callable], post: list[Callable], shared: list) -> None:  # fmt: skip
         """One custom step: its input conversions, the op, its output conversions."""
         for convert in pre:
             convert()
-        self.custom.run_node(node, ins, outs, guards)
+        self.custom.run_node(node, ins, outs, guards, shared)
         for convert in post:
             convert()
 
@@ -340,7 +400,7 @@ class SegmentedBinding:
         return [args for session, io, args in self._plan if io is None]
 
     def register(self, ops: list[custom_ops.OpCallbacks]) -> None:
-        self.custom.register(ops, self.buffers)
+        self.custom.register(ops, self.cpu_buffers)
 
     def destroy(self) -> None:
         self.custom.destroy()
@@ -373,3 +433,9 @@ def binding_type(program: object) -> type:
 def place(node: onnx.NodeProto, platform: str) -> str:
     """Where a node of a model graph runs (model/op_placement.py)."""
     return device_for(node, platform)
+
+
+def use_internal(binding: object, views: tuple[np.ndarray, np.ndarray] | None) -> None:
+    """A segmented binding's crossing tensors into the context's internal memory (design §5)."""
+    if isinstance(binding, SegmentedBinding):
+        binding.use_internal(views)

@@ -25,7 +25,7 @@ import onnxruntime as ort
 from onnx import TensorProto
 
 from ..model.meta import ModelMeta
-from . import board_layers, board_model, log, switches
+from . import board_layers, board_model, log, segment_layers, switches
 from .board_layers import Layer
 from .board_model import Cost
 from .platforms import Platform
@@ -80,7 +80,8 @@ class CostModel:
 
     def layers(self, graph: onnx.GraphProto, shapes: dict[str, list[int]]) -> list[Layer]:
         tile = self.board.tile_bytes if self.board else board_layers.TILE_BYTES
-        return board_layers.vendor_layers(graph, shapes, self.elem, tile)
+        layers = board_layers.vendor_layers(graph, shapes, self.elem, tile)
+        return segment_layers.place(layers, graph, self.platform.name)  # custom-ops hook
 
     def cost(self, layer: Layer) -> Cost:
         if self.board is None:

@@ -203,7 +203,9 @@ def stitch(
     del clean.graph.value_info[:]  # the passes' types predate fp16 / int8 rewriting
     out = onnx.shape_inference.infer_shapes(clean, strict_mode=False)
     graph = out.graph
-    every = [*graph.input, *graph.value_info, *graph.output]
+    # A graph input that is also an output (a custom op reading a model input) has its
+    # stored type as an input: inputs come last so they win.
+    every = [*graph.output, *graph.value_info, *graph.input]
     elems = {vi.name: vi.type.tensor_type.elem_type for vi in every}
     shapes = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in every}
     info: list[onnx.ValueInfoProto] = []

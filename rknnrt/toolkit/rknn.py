@@ -330,7 +330,8 @@ class RKNN:
                     "target_platform"]
             except Exception:  # the runtime reports an unreadable file itself
                 platform = None
-        self._sim = Simulation(model, platform, target, perf_debug, async_mode, core_mask)
+        self._sim = Simulation(model, platform, target, perf_debug, async_mode, core_mask,
+                               self._custom_ops)  # fmt: skip
 
     def _runtime(self) -> Simulation:
         if self._sim is None:

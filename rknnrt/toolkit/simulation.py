@@ -8,13 +8,14 @@ simulated too, after one `I` line saying no board is attached.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..lite import RKNNLite
 from ..model import targets
+from ..model.custom_ops import custom_op_types
 from .errors import ConversionError
 
 
@@ -26,7 +27,8 @@ class Simulation:
     """One initialised runtime over one model file."""
 
     def __init__(self, model: bytes, platform: str | None, target: str | None, perf_debug: bool,
-                 async_mode: bool, core_mask: int) -> None:  # fmt: skip
+                 async_mode: bool, core_mask: int,
+                 custom_ops: Mapping[str, Any] | None = None) -> None:  # fmt: skip
         if target is not None:
             name = targets.canonical(str(target))
             if name is None:
@@ -38,12 +40,14 @@ class Simulation:
             sys.stderr.write(f"I no {name} board is attached: simulating {name} on this PC "
                              "with rknnrt's runtime\n")  # fmt: skip
         self.model, self.core_mask, self.perf_debug = model, core_mask, perf_debug
+        self.custom_ops = _ops_of(model, custom_ops or {})
         self.lite = RKNNLite()
         if self.lite.load_rknn(model) or self.lite.init_runtime(
             async_mode=async_mode, core_mask=core_mask, perf_debug=perf_debug
         ):  # the runtime logged the reason
             self.lite.release()
             raise RuntimeReported("the runtime could not load the model")
+        self._register(self.lite)
         self._last_inputs: list[np.ndarray] | None = None
         self._last_format: Any = None
 
@@ -63,6 +67,7 @@ class Simulation:
             if probe.load_rknn(self.model) or probe.init_runtime(core_mask=self.core_mask,
                                                                  perf_debug=True):  # fmt: skip
                 raise RuntimeReported("the runtime could not load the model for profiling")
+            self._register(probe)
             inputs, fmt = self._last_inputs, self._last_format
             if inputs is None:
                 inputs, fmt = [np.zeros(s, np.float32) for s, _ in probe.input_shapes()], None
@@ -75,6 +80,13 @@ class Simulation:
         finally:
             probe.release()
 
+    def _register(self, lite: RKNNLite) -> None:
+        """The toolkit's custom ops, registered with the runtime after init: the runtime
+        calls each one's compute(node, inputs) for its nodes, as the vendor's simulator does."""
+        if self.custom_ops and lite.register_custom_ops(self.custom_ops):
+            lite.release()  # the runtime logged the reason
+            raise RuntimeReported("the runtime refused the custom operators")
+
     def memory(self) -> dict[str, int]:
         sizes = self.lite.mem_size()
         if sizes is None:
@@ -86,3 +98,14 @@ class Simulation:
 
     def release(self) -> None:
         self.lite.release()
+
+
+def _ops_of(model: bytes, registered: Mapping[str, Any]) -> list[Any]:
+    """The registered ops (RKNN.reg_custom_op) of the model's custom op types; ConversionError
+    naming those of the model that were not registered."""
+    types = custom_op_types(model)
+    missing = [t for t in types if t not in registered]
+    if missing:
+        raise ConversionError(f"the model has custom op(s) {', '.join(missing)}: register "
+                              "them with reg_custom_op before init_runtime")  # fmt: skip
+    return [registered[t] for t in types]

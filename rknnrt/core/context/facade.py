@@ -54,7 +54,12 @@ class Context:
     def load(self, donor: Context | None) -> None:
         self.model.log_fallback(self.options)
         self.weights.load(None if donor is None or donor.destroyed else donor.weights)
+        self._bind()
+
+    def _bind(self) -> None:
+        """Bind the program; a segmented one places its crossing tensors in internal memory."""
         self.shapes.bind_program(self.weights.program)
+        partition.use_internal(self.shapes.binding, self.weights.internal_views())
 
     # -- what other layers read ---------------------------------------------------------------
     @property
@@ -240,11 +245,12 @@ class Context:
     def set_weight_mem(self, memory: Memory) -> None:
         self.frames.settle("rknn_set_weight_mem")
         self.weights.set_weight_mem(memory)
-        self.shapes.bind_program(self.weights.program)
+        self._bind()
 
     def set_internal_mem(self, memory: Memory) -> None:
         self.frames.settle("rknn_set_internal_mem")
         self.weights.set_internal_mem(memory)
+        partition.use_internal(self.shapes.binding, self.weights.internal_views())
 
     def set_io_mem(self, memory: Memory, name: str, dtype: str, fmt: str, pass_through: bool,
                    w_stride: int, h_stride: int = 0) -> None:  # fmt: skip

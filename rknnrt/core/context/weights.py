@@ -169,6 +169,21 @@ class Weights:
             )
         self.internal_memory = memory
 
+    def internal_views(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The internal memory (uint8, planned offsets from 0) as the NPU writes it and as the
+        CPU sees it (the same array unless the memory is cacheable: core/memory.py), or None:
+        not given yet (MEM_ALLOC_OUTSIDE), or partly in SRAM (the materialised intermediate
+        tensors then stay in buffers of their own)."""
+        if self.sram_taken:
+            return None
+        size = self.internal_dram_size()
+        memory: Memory | Buffer | None = self._internal_buffer
+        if self.internal_memory is not None and not self.internal_memory.destroyed:
+            memory = self.internal_memory
+        if memory is None:
+            return None
+        return memory.device[:size], memory.cpu[:size]
+
     def internal_ready(self) -> bool:
         return self.internal_memory is not None and not self.internal_memory.destroyed
 
