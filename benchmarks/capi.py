@@ -11,6 +11,7 @@ Prints, each with its baseline measured in the same run:
   3. the first call of a fresh C process (interpreter start + import + bind);  target <= 200 ms
   4. 4 C threads with rknn_dup_context against 1 thread doing the same frames, one onnxruntime
      thread per context (RKNNRT_NUM_THREADS=1), on a model of >= 10 ms;       target >= 1.6x
+It ends with the machine's load average at start and end (a shared machine skews 3 and 4).
 The struct layouts the C compiler sees are checked against the Python structs by
 tests/capi/test_capi_library.py (not timed here).
 """
@@ -182,6 +183,7 @@ def main() -> int:
     parser.add_argument("--thread-runs", type=int, default=4, help="frames per thread")
     args = parser.parse_args()
     os.environ.setdefault("RKNNRT_KEEP_PRIORITY", "1")
+    load_at_start = os.getloadavg()
 
     with tempfile.TemporaryDirectory(prefix="rknnrt-capi-bench-") as tmp:
         work = Path(tmp)
@@ -250,6 +252,9 @@ def main() -> int:
                 f"-> C threads reach {r['speedup'] / ceiling:.0%} of what this machine gives"
             )
         print(f"   cores available to this process: {len(os.sched_getaffinity(0))}")
+    # the machine may be shared: the figures above only mean something next to its load
+    start, end = (" ".join(f"{x:.2f}" for x in load) for load in (load_at_start, os.getloadavg()))
+    print(f"\nload average (1, 5, 15 min): {start} at start, {end} at end")
     return 0
 
 
