@@ -47,7 +47,6 @@ def test_host_that_looked_up_a_capsule_attribute(sdk):
     _assert_first_call_answered(done)
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 def test_host_that_imported_torch(sdk):
     _assert_first_call_answered(_host(sdk, "import torch"))
