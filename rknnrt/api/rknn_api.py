@@ -184,25 +184,37 @@ _QUERIES: dict[str, tuple[type[ctypes.Structure], Callable[[Context, Any], None]
 }
 
 
+def _query_entry(name: str) -> tuple[str, Any, int, Callable[[Context, Any], None] | None]:
+    if name not in _QUERIES:
+        return name, None, 0, None
+    result_type, fill = _QUERIES[name]
+    return name, result_type, ctypes.sizeof(result_type), fill
+
+
+# cmd -> (name, result struct, its size, fill or None): one lookup per call (rknn_query is
+# called in loops; its cost from C is a stated target, benchmarks/capi.py).
+_QUERY_BY_CMD = {cmd: _query_entry(name) for cmd, name in QUERY_NAMES.items()}
+
+
 @c_api
 def rknn_query(context: Any, cmd: int, info: Any, size: int) -> None:
     """Fill `info` (at least `size` bytes, at least the result struct) for `cmd`."""
-    ctx = _ctx(context)
-    name = QUERY_NAMES.get(int(cmd))
-    if name is None:
+    ctx = contexts.lookup(context_handle(context))
+    query = _QUERY_BY_CMD.get(int(cmd))
+    if query is None:
         raise RknnError(PARAM_INVALID, f"unsupported cmd {cmd}")
+    name, result_type, nbytes, fill = query
     if name not in ctx.platform.queries:
         raise RknnError(FAIL, f"{name} is not supported on {ctx.platform.name}")
-    if name not in _QUERIES:
+    if fill is None:
         raise RknnError(FAIL, f"{name} is not available for this model in rknnrt yet")
-    result_type, fill = _QUERIES[name]
-    if int(size) < ctypes.sizeof(result_type):
+    size = int(size)
+    if size < nbytes:
         raise RknnError(
-            PARAM_INVALID,
-            f"{name}: size {size} < sizeof({result_type.__name__}) = {ctypes.sizeof(result_type)}",
+            PARAM_INVALID, f"{name}: size {size} < sizeof({result_type.__name__}) = {nbytes}"
         )
-    target = struct_at(info, result_type, "info", int(size))
-    ctx.locked("rknn_query", fill, ctx, target)
+    # the guard itself rather than ctx.locked: one Python frame less on a call made in loops
+    ctx.guard.run("rknn_query", fill, ctx, struct_at(info, result_type, "info", size))
 
 
 @c_api

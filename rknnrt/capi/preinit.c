@@ -90,6 +90,39 @@ static void rknnrt_preinit(void)
     PyEval_SaveThread(); /* cffi takes the GIL per call */
 }
 
+/* cffi_start_python, made safe where the interpreter has already looked up an attribute of a
+ * capsule object (torch's import does; so does `getattr(datetime.datetime_CAPI, "x", None)`).
+ * On Python 3.11 cffi's start-up uses PyCapsule_Type.tp_version_tag as a spin lock and expects
+ * it to be 0, but such a lookup gives the type a version tag: cffi then aborts on its assert,
+ * or spins forever without asserts. PyType_Modified is the public way to drop a type's tag (it
+ * sets it to 0; the next lookup assigns a fresh one), and holding the GIL from there into cffi's
+ * start-up means no Python code can look up a capsule attribute in between. Our own mutex,
+ * taken before the GIL, makes threads racing the first call wait without holding the GIL. */
+static pthread_mutex_t rknnrt_start_lock = PTHREAD_MUTEX_INITIALIZER;
+static int rknnrt_cffi_started = 0;
+
+static int rknnrt_start_cffi(void)
+{
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+    if (!__atomic_load_n(&rknnrt_cffi_started, __ATOMIC_ACQUIRE)) {
+        int status;
+        pthread_mutex_lock(&rknnrt_start_lock);
+        if (!__atomic_load_n(&rknnrt_cffi_started, __ATOMIC_ACQUIRE)) {
+            PyGILState_STATE gil = PyGILState_Ensure();
+            PyType_Modified(&PyCapsule_Type);
+            status = cffi_start_python();
+            PyGILState_Release(gil);
+            __atomic_store_n(&rknnrt_cffi_started, 1, __ATOMIC_RELEASE);
+        } else {
+            status = cffi_start_python();
+        }
+        pthread_mutex_unlock(&rknnrt_start_lock);
+        return status;
+    }
+#endif
+    return cffi_start_python();
+}
+
 /* 0 when the Python runtime is up and bound; else one `E RKNN:` line and -1. */
 static int rknnrt_ready(const char* function)
 {
@@ -98,7 +131,7 @@ static int rknnrt_ready(const char* function)
         rknnrt_log_error(function, rknnrt_reason);
         return -1;
     }
-    if (cffi_start_python() != 0) {
+    if (rknnrt_start_cffi() != 0) {
         rknnrt_log_error(function, "the rknnrt Python package failed to load in the embedded "
                                    "interpreter (traceback above); check the environment "
                                    "`rknnrt sdk` was run in");

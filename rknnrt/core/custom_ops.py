@@ -15,12 +15,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
-import onnx
-import onnxruntime as ort
 
-from ..model.custom_ops import attribute_value, is_custom
 from . import log
 from .errors import FAIL, PARAM_INVALID, RknnError
+from .lazy_imports import onnx, ort
 
 SKIP_COMPUTE = -14  # RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE
 TARGET_CPU, TARGET_GPU = 1, 2
@@ -70,6 +68,8 @@ _nodes_lock = threading.Lock()
 def node_attrs(node: onnx.NodeProto) -> dict[str, np.ndarray]:
     """The attributes a callback can ask for: the stored ones plus "name" (UINT8 bytes of the
     node name, NUL-terminated in memory; n_elems counts the characters)."""
+    from ..model.custom_ops import attribute_value  # imports onnx: not at `import rknnrt`
+
     attrs: dict[str, np.ndarray] = {}
     for attr in node.attribute:
         value = attribute_value(attr)
@@ -146,6 +146,8 @@ class ContextOps:
 
     @classmethod
     def of_graph(cls, graph: onnx.GraphProto, types: dict[str, int]) -> ContextOps:
+        from ..model.custom_ops import is_custom  # imports onnx: not at `import rknnrt`
+
         nodes = [
             NodeInstance(
                 n.name or f"{n.op_type}_{i}",

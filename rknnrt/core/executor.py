@@ -7,14 +7,12 @@ onnxruntime sessions are safe to run from several threads, and the weights are n
 from __future__ import annotations
 
 import numpy as np
-import onnx
-import onnxruntime as ort
 
-from ..model import graph_rules
 from ..model.errors import ModelFormatError
 from ..model.meta import ModelMeta, TensorSpec
 from . import switches
 from .errors import MODEL_INVALID, RknnError
+from .lazy_imports import onnx, ort
 
 
 def session_options() -> ort.SessionOptions:
@@ -74,6 +72,8 @@ class Program:
 
     def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray,
                  in_place: bool = False) -> None:  # fmt: skip
+        from ..model import graph_rules  # imports onnx: not at `import rknnrt`
+
         try:  # the graph's rules (checked, and cached, by container.read at init) and its
             # weights-section constants, which must be exactly the metadata's weights
             graph_rules.cross_check(graph_rules.check_graph(graph), meta.weights)

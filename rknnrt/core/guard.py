@@ -67,7 +67,12 @@ class CallGuard:
 
     def run(self, call: str, method: Callable[..., T], *args: Any) -> T:
         """`method(*args)` inside enter(call) / leave()."""
-        self.enter(call)
+        if self._lock.acquire(blocking=False):  # enter() inlined when uncontended: a hot path
+            if self._state == CLOSED:
+                self._lock.release()
+                raise self._refuse_closed(call)
+        else:
+            self.enter(call)
         try:
             return method(*args)
         finally:

@@ -17,21 +17,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import onnx
-import onnxruntime as ort
 
-from ..model.custom_ops import is_custom
 from ..model.meta import ModelMeta, TensorSpec
-from ..model.op_placement import CPU_OPS, device_for
 from . import custom_ops, partition_memory
 from .errors import MODEL_INVALID, PARAM_INVALID, RknnError
 from .executor import address_of, session_options
+from .lazy_imports import onnx, ort
 
 _ALIGN = 64
 
 
 def cpu_op_types(graph: bytes, platform: str) -> set[str]:
     """The op types of a model graph that run on the platform's CPU."""
+    from ..model.op_placement import device_for  # imports onnx: not at `import rknnrt`
+
     if not needs_partition(graph, platform):
         return set()
     nodes = onnx.load_model_from_string(graph).graph.node
@@ -40,6 +39,8 @@ def cpu_op_types(graph: bytes, platform: str) -> set[str]:
 
 def needs_partition(graph: bytes, platform: str) -> bool:
     """Whether a model graph has custom ops or ops the platform runs on the CPU."""
+    from ..model.op_placement import CPU_OPS, device_for  # imports onnx: not at import
+
     cpu_ops = CPU_OPS.get(platform, frozenset())
     if b"rknnrt.custom" not in graph and not any(op.encode() in graph for op in cpu_ops):
         return False  # cheap: a byte search before a parse
@@ -97,6 +98,8 @@ def _attached_conversions(nodes: list[onnx.NodeProto]) -> dict[int, tuple[list, 
     """Per custom node: the conversions that feed only it and those that only it feeds (the
     converter's DequantizeLinear/Cast before and QuantizeLinear/Cast after, docs/custom-ops.md):
     they run with the op on the CPU, so the tensors crossing are the stored int8/float16."""
+    from ..model.custom_ops import is_custom  # imports onnx: not at `import rknnrt`
+
     producer = {o: n for n in nodes for o in n.output}
     consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
     for n in nodes:
@@ -158,6 +161,9 @@ class SegmentedProgram:
     """The compiled steps of a graph with custom nodes; shared by duplicated contexts."""
 
     def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray, platform: str) -> None:
+        from ..model.custom_ops import is_custom  # these import onnx: not at `import rknnrt`
+        from ..model.op_placement import device_for
+
         model = onnx.load_model_from_string(graph)
         try:
             types = _types(model)
@@ -432,6 +438,8 @@ def binding_type(program: object) -> type:
 
 def place(node: onnx.NodeProto, platform: str) -> str:
     """Where a node of a model graph runs (model/op_placement.py)."""
+    from ..model.op_placement import device_for  # imports onnx: not at `import rknnrt`
+
     return device_for(node, platform)
 
 

@@ -12,10 +12,10 @@ import time
 from dataclasses import replace
 
 import numpy as np
-import onnx
 
 from . import perf
 from .board_layers import Layer
+from .lazy_imports import onnx
 from .partition import SegmentedBinding, SegmentedProgram
 from .perf_table import render
 from .platforms import Platform

@@ -20,14 +20,12 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import onnx
-import onnxruntime as ort
-from onnx import TensorProto
 
 from ..model.meta import ModelMeta
 from . import board_layers, board_model, log, segment_layers, switches
 from .board_layers import Layer
 from .board_model import Cost
+from .lazy_imports import onnx, ort
 from .platforms import Platform
 
 PROFILE_RUNS = 3  # measured runs after the warm-up (1 when a run takes longer than SLOW_S)
@@ -102,9 +100,9 @@ def model_with_constants(graph: bytes, meta: ModelMeta, weights: np.ndarray) -> 
     specs = {w.name: w for w in meta.weights}
     for init in model.graph.initializer:
         spec = specs.get(init.name)
-        init.data_location = TensorProto.DEFAULT
+        init.data_location = onnx.TensorProto.DEFAULT
         del init.external_data[:]
-        small_int = init.data_type in (TensorProto.INT64, TensorProto.INT32)
+        small_int = init.data_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
         if spec is not None and small_int and spec.nbytes <= 4096 and weights.size:
             init.raw_data = bytes(weights[spec.offset : spec.offset + spec.nbytes])
     return model

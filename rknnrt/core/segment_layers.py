@@ -9,14 +9,14 @@ estimate (RKNN_QUERY_PERF_RUN, `rknnrt perf --compare`) counts each NPU<->CPU cr
 
 from __future__ import annotations
 
-import onnx
-
-from ..model.op_placement import device_for
 from .board_layers import Layer
+from .lazy_imports import onnx
 
 
 def place(layers: list[Layer], graph: onnx.GraphProto, platform: str) -> list[Layer]:
     """`layers` with those of the nodes that run on the CPU on `platform` marked as CPU."""
+    from ..model.op_placement import device_for  # imports onnx: not at `import rknnrt`
+
     cpu = {n.name for n in graph.node if n.name and device_for(n, platform) == "CPU"}
     if not cpu:
         return layers

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
-import onnx
 
 from .. import attrs, device, guard, log, partition, partition_perf, perf, perf_table, registry
 from ..errors import FAIL, INPUT_INVALID, PARAM_INVALID, RknnError
+from ..lazy_imports import onnx
 from ..memory import Buffer, Memory
 from ..version import API_VERSION, DRIVER_VERSION
 from .bindings import Bindings

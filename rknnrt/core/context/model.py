@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...model import container
 from ...model.meta import ModelMeta
 from .. import log, memory, partition, platforms
 from ..errors import FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
@@ -100,6 +99,8 @@ class Model:
     """
 
     def __init__(self, buf: memoryview) -> None:
+        from ...model import container  # reads graphs with onnx: not at `import rknnrt`
+
         try:
             sections = container.read(buf)
             self.meta = ModelMeta.from_json(sections.metadata, len(sections.weights))
