@@ -193,7 +193,11 @@ def _conv(b: GraphBuilder, n: Node) -> str:
     elif w.dtype == "int8":
         if bias is None:  # the scales are recovered from the bias blob
             raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' without a bias blob")
-        conv = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise)
+        steps = _fusion_steps(n.op_type)
+        operands = [t for t in rest if not is_helper(t)]
+        mul_operand = operands[0] if steps == ["Mul"] and len(operands) == 1 else None
+        conv = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise,
+                                 steps == ["Sigmoid"], mul_operand)  # fmt: skip
         per_channel = (-1, 1, 1, 1)
         q = b.add("Cast", [b.weight(conv.q, "wq")], "wqf", to=TensorProto.FLOAT)
         centred = b.add("Sub", [q, b.const(conv.zw.reshape(per_channel), "wzp")], "wc")
@@ -220,7 +224,7 @@ def _conv(b: GraphBuilder, n: Node) -> str:
             y = b.add(step, [y, b.value(extra[0])], "fused")
         elif step == "Relu":
             y = b.add("Relu", [y], "relu")
-        elif b.quantized:  # the pre-activation scale lives in a LUT: not decoded
+        elif b.quantized and steps != ["Sigmoid"]:  # ExSwish's table is not decoded
             raise VendorFormatError(
                 f"vendor .rknn model: int8 op {n.op_type} '{n.name}' (its pre-activation "
                 "scale is not decoded) is not supported"
