@@ -16,8 +16,6 @@ STEMS = sorted(REPORTED)
 # What rknn_init refuses, and the words its one log line must contain (docs/vendor-rknn.md).
 UNSUPPORTED = {
     "sigmoid_rk3576_i8": "ConvSigmoid",
-    "swish_rk3588_i8": "ConvExSwish",
-    "swish_rk3566_i8": "ConvExSwish",
     "swish_rk3576_i8": "ConvExSwish",
 }
 SUPPORTED = [s for s in STEMS if s not in UNSUPPORTED]

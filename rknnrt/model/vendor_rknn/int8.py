@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import weights
+from . import lut, weights
 from .fileformat import KIND_REGCMD, KIND_TASKS, Node, Tensor, VendorModel
 from .flatbuf import VendorFormatError
 
@@ -29,12 +29,6 @@ OUT_CVT = {
 TASK = struct.Struct("<8IQ")  # flags, op index, enable mask, 3 x irq, count, offset, address
 # Output channels per bias-blob group `[g x i32 A | g x i16 B | g x u16 C]` (NPU format).
 BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8}
-# DPU lookup table (rk3588/rk3566 register map): access config / data, the LE table's input
-# start, the BN multiplier (operand in bits 31:16, shift in bits 13:8) that feeds the table.
-LUT_ACCESS_CFG, LUT_ACCESS_DATA, LUT_LE_START, LUT_LO_END = 0x4100, 0x4104, 0x4110, 0x411C
-BN_MUL_CFG = {"RKNPU v2": 0x4068, "RKNPU lite": 0x4068}
-LUT_ENTRIES = 513  # per table; LUT input x in [LE_START, LO_END] maps to 2 x 512 steps
-LUT_ONE = 32768  # table value of 1.0
 
 
 class RegisterFile:
@@ -59,8 +53,8 @@ class RegisterFile:
             if addr % 8 or first + count > regcmd.size:
                 raise VendorFormatError(f"vendor .rknn model: task {k} points outside the commands")
             entries = regcmd[first : first + count].tolist()
-            if sum(e & 0xFFFF == LUT_ACCESS_DATA for e in entries) > 2:  # a LUT upload
-                table = _uploaded_le_table(entries)
+            if lut.is_upload(entries):
+                table = lut.uploaded_le_table(entries)
                 if table is not None:  # (rk3566 uploads the LE and LO tables in two tasks)
                     self.lut_by_op.setdefault(op, table)
                 continue
@@ -83,56 +77,19 @@ class RegisterFile:
         # the scale is 16 bits; rk3576 sets bit 16 in fused element-wise convolutions
         return offset, scale & 0xFFFF, shift
 
-    def sigmoid_input_scale(self, n: Node) -> float:
-        """The real value of one unit of the convolution's accumulator scaled by its per-channel
-        C / 2^14, as ConvSigmoid feeds it to the sigmoid table: BN multiplier x the table's
-        input step (the table holds floor(2^15 sigmoid(x s)) for x in [LE_START, 0])."""
+    def activation_input_scale(self, n: Node, kind: str) -> float:
+        """Real value per unit of acc x C / 2^14 of a convolution fused with a lookup-table
+        activation (`kind` Sigmoid or ExSwish; lut.py)."""
         regs, table = self.by_op.get(n.index), self.lut_by_op.get(n.index)
-        mul_reg = BN_MUL_CFG.get(self.model.npu_format)
-        if regs is None or table is None or mul_reg is None or mul_reg not in regs:
+        scale = None
+        if regs is not None and table is not None:
+            scale = lut.input_scale(regs, table, self.model.npu_format, kind)
+        if scale is None:
             raise VendorFormatError(
-                f"vendor .rknn model: int8 op {n.op_type} '{n.name}': its lookup table or the "
-                f"multiplier feeding it is not decoded ({self.model.npu_format})"
+                f"vendor .rknn model: int8 op {n.op_type} '{n.name}': its {kind} lookup table "
+                f"or the multiplier feeding it is not decoded ({self.model.npu_format})"
             )
-        mul = regs[mul_reg]
-        operand, shift = mul >> 16, (mul >> 8) & 0x3F
-        start = regs.get(LUT_LE_START, 0)
-        start = start - (1 << 32) if start >= 1 << 31 else start
-        step_s = _sigmoid_step(table, start)
-        if operand == 0 or step_s is None:
-            raise VendorFormatError(
-                f"vendor .rknn model: int8 op {n.op_type} '{n.name}': its lookup table is not "
-                "a sigmoid table"
-            )
-        return operand / 2.0**shift * step_s
-
-
-def _uploaded_le_table(entries: list[int]) -> np.ndarray | None:
-    """The LE table a task uploads (LUT_ACCESS_CFG 0x20000, then 513 data writes), or None."""
-    table: list[int] = []
-    writing = False
-    for entry in entries:
-        reg, value = entry & 0xFFFF, (entry >> 16) & 0xFFFFFFFF
-        if reg == LUT_ACCESS_CFG:
-            writing = value == 0x20000
-        elif reg == LUT_ACCESS_DATA and writing and len(table) < LUT_ENTRIES:
-            table.append(value - (1 << 32) if value >= 1 << 31 else value)
-    return np.array(table, np.float64) if len(table) == LUT_ENTRIES else None
-
-
-def _sigmoid_step(le: np.ndarray, start: int) -> float | None:
-    """The input scale s of an LE table le[i] = floor(2^15 sigmoid((start + i step) s)),
-    step = -start / 512; None unless every entry is within one of that."""
-    if start >= 0:
-        return None
-    x = start + np.arange(LUT_ENTRIES) * (-start / (LUT_ENTRIES - 1))
-    mid = (le > 0.02 * LUT_ONE) & (le < 0.98 * LUT_ONE) & (x != 0)
-    if mid.sum() < 16:
-        return None
-    p = (le[mid] + 0.5) / LUT_ONE
-    s = float(np.median(np.log(p / (1 - p)) / x[mid]))
-    model = np.floor(LUT_ONE / (1 + np.exp(-x * s)))
-    return s if s > 0 and np.abs(model - le).max() <= 1 else None
+        return scale
 
 
 def _bias_blob(raw: memoryview, channels: int, group: int, name: str) -> tuple[np.ndarray, ...]:
@@ -169,10 +126,10 @@ def _bias_blob_without_b(raw: memoryview, channels: int, group: int,
 
 
 def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor, y: Tensor,
-                 depthwise: bool, sigmoid: bool = False,
+                 depthwise: bool, activation: str | None = None,
                  mul_operand: Tensor | None = None) -> ConvInt8:  # fmt: skip
-    """The weights and bias reproducing the NPU's int8 convolution `n` (`sigmoid`: its output
-    feeds a sigmoid lookup table, which sets the scale instead of OUT_CVT; `mul_operand`: a
+    """The weights and bias reproducing the NPU's int8 convolution `n` (`activation`: its
+    output feeds that lookup table, which sets the scale instead of OUT_CVT; `mul_operand`: a
     fused Mul's int8 operand, which the NPU multiplies in as q - zp, without its scale)."""
     oc, ic, kh, kw = w.shape
     pairs_zw = None
@@ -206,8 +163,8 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
     else:
         a, b, c = _bias_blob(_data(regs, bias), oc, group, bias.name)
     s_in, s_out = float(x.scale[0]), float(y.scale[0])
-    if sigmoid:
-        post = regs.sigmoid_input_scale(n)
+    if activation is not None:
+        post = regs.activation_input_scale(n, activation)
     else:
         _, scale, shift = regs.out_cvt(n)
         if shift > 63 or scale == 0:

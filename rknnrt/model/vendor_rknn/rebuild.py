@@ -197,7 +197,7 @@ def _conv(b: GraphBuilder, n: Node) -> str:
         operands = [t for t in rest if not is_helper(t)]
         mul_operand = operands[0] if steps == ["Mul"] and len(operands) == 1 else None
         conv = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise,
-                                 steps == ["Sigmoid"], mul_operand)  # fmt: skip
+                                 _lut_activation(steps), mul_operand)  # fmt: skip
         per_channel = (-1, 1, 1, 1)
         q = b.add("Cast", [b.weight(conv.q, "wq")], "wqf", to=TensorProto.FLOAT)
         centred = b.add("Sub", [q, b.const(conv.zw.reshape(per_channel), "wzp")], "wc")
@@ -224,7 +224,7 @@ def _conv(b: GraphBuilder, n: Node) -> str:
             y = b.add(step, [y, b.value(extra[0])], "fused")
         elif step == "Relu":
             y = b.add("Relu", [y], "relu")
-        elif b.quantized and steps != ["Sigmoid"]:  # ExSwish's table is not decoded
+        elif b.quantized and _lut_activation(steps) is None:  # a table after other steps
             raise VendorFormatError(
                 f"vendor .rknn model: int8 op {n.op_type} '{n.name}' (its pre-activation "
                 "scale is not decoded) is not supported"
@@ -234,6 +234,11 @@ def _conv(b: GraphBuilder, n: Node) -> str:
         else:  # ExSwish
             y = b.add("Mul", [y, b.add("Sigmoid", [y], "sigmoid")], "swish")
     return y
+
+
+def _lut_activation(steps: list[str]) -> str | None:
+    """The lookup-table activation whose table sets the conv's int8 scale (int8.py), if any."""
+    return steps[0] if steps in (["Sigmoid"], ["ExSwish"]) else None
 
 
 def _fusion_steps(op_type: str) -> list[str]:
