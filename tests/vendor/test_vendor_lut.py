@@ -41,7 +41,7 @@ def test_swish_step_recovers_the_tables_input_scale() -> None:
     assert lut.swish_step(_floor_sigmoid_table(3.851e-4), -16384) is None  # no negative entry
 
 
-@pytest.mark.parametrize("platform", ["rk3588", "rk3566"])
+@pytest.mark.parametrize("platform", ["rk3588", "rk3566", "rk3576"])
 def test_fixture_tables_fit_their_functions(platform: str) -> None:
     """The uploaded tables: sigmoid and swish with the same steps on both platforms."""
     for stem, kind, step in (("sigmoid", "Sigmoid", 3.851e-4), ("swish", "ExSwish", 3.539e-4)):
@@ -68,7 +68,7 @@ def _decoded_to_true_ratio(stem: str, op: int, weight: str, **kw) -> np.ndarray:
     return (t * d).sum(1) / (d * d).sum(1)
 
 
-@pytest.mark.parametrize("platform", ["rk3588", "rk3566"])
+@pytest.mark.parametrize("platform", ["rk3588", "rk3566", "rk3576"])
 def test_conv_sigmoid_weights_equal_the_original_float_weights(platform: str) -> None:
     """The sigmoid model's gate convolution: per-channel scales within 0.5% of the float
     weights the vendor toolkit quantised."""
@@ -85,14 +85,21 @@ def test_conv_sigmoid_weights_equal_the_original_float_weights(platform: str) ->
                                atol=5e-3)  # fmt: skip
 
 
-@pytest.mark.parametrize("platform", ["rk3588", "rk3566"])
+@pytest.mark.parametrize("platform", ["rk3588", "rk3566", "rk3576"])
 def test_conv_exswish_weights_equal_the_original_float_weights(platform: str) -> None:
     ratio = _decoded_to_true_ratio(f"swish_{platform}_i8", 1, "c_w", activation="ExSwish")
     np.testing.assert_allclose(ratio, 1.0, atol=5e-3)
 
 
-def test_rk3576_conv_sigmoid_stays_refused_by_name() -> None:
-    m = fileformat.parse(memoryview(model_bytes("sigmoid_rk3576_i8")))
-    n = m.nodes[1]
-    with pytest.raises(fileformat.VendorFormatError, match="ConvSigmoid.*not decoded.*RKNPU f2"):
-        int8.RegisterFile(m).activation_input_scale(n, "Sigmoid")
+def test_rk3576_multiplier_comes_from_the_bn_cfg_constant() -> None:
+    """rk3576 programs no BN_MUL_CFG register: the operand 0x6032 (0x7067 for swish) and shift
+    16 are words 16 and 24 of '<output>_BnCfg_BNcfgTensor', the same values rk3588 programs."""
+    for stem, out in (("sigmoid", "gs"), ("swish", "sw")):
+        m = fileformat.parse(memoryview(model_bytes(f"{stem}_rk3576_i8")))
+        cfg = next(t for t in m.tensors if t.name == out + lut.BN_CFG_SUFFIX)
+        got = lut.bn_multiplier({}, "RKNPU f2", bytes(m.data(cfg)))
+        m88 = fileformat.parse(memoryview(model_bytes(f"{stem}_rk3588_i8")))
+        want = lut.bn_multiplier(int8.RegisterFile(m88).by_op[1], "RKNPU v2", None)
+        assert got == want == {"sigmoid": 0x6032, "swish": 0x7067}[stem] / 2.0**16
+    assert lut.bn_multiplier({}, "RKNPU f2", None) is None
+    assert lut.bn_multiplier({}, "RKNPU t4", bytes(64)) is None

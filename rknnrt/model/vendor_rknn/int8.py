@@ -83,7 +83,11 @@ class RegisterFile:
         regs, table = self.by_op.get(n.index), self.lut_by_op.get(n.index)
         scale = None
         if regs is not None and table is not None:
-            scale = lut.input_scale(regs, table, self.model.npu_format, kind)
+            out = self.model.tensors[n.outputs[0]].name if n.outputs else ""
+            cfg = next((t for t in self.model.tensors if t.name == out + lut.BN_CFG_SUFFIX), None)
+            raw = bytes(self.model.data(cfg)) if cfg is not None else None
+            multiplier = lut.bn_multiplier(regs, self.model.npu_format, raw)
+            scale = lut.input_scale(regs, table, kind, multiplier)
         if scale is None:
             raise VendorFormatError(
                 f"vendor .rknn model: int8 op {n.op_type} '{n.name}': its {kind} lookup table "

@@ -16,6 +16,9 @@ import numpy as np
 LUT_ACCESS_CFG, LUT_ACCESS_DATA, LUT_LE_START = 0x4100, 0x4104, 0x4110
 # The BN multiplier (operand in bits 31:16, shift in bits 13:8) in front of the table.
 BN_MUL_CFG = {"RKNPU v2": 0x4068, "RKNPU lite": 0x4068}
+# rk3576 keeps it in a constant '<conv output>_BnCfg_BNcfgTensor' instead: u16 word 16 is the
+# operand, word 24 the shift configuration (0x1010: shift in bits 13:8, as BN_MUL_CFG).
+BN_CFG_SUFFIX, BN_CFG_OPERAND, BN_CFG_SHIFT = "_BnCfg_BNcfgTensor", 16, 24
 ENTRIES = 513
 ONE = 32768  # sigmoid table value of 1.0
 SWISH_MIN_AT, SWISH_MIN = -1.2784645, -0.2784645  # argmin and min of z sigmoid(z)
@@ -77,16 +80,29 @@ def swish_step(le: np.ndarray, start: int) -> float | None:
 STEP = {"Sigmoid": sigmoid_step, "ExSwish": swish_step}
 
 
-def input_scale(regs: dict[int, int], table: np.ndarray, npu_format: str,
-                kind: str) -> float | None:  # fmt: skip
-    """The real pre-activation value of one unit of acc x C / 2^14 (BN multiplier x the
-    table's input step), or None where the registers or the table do not decode."""
+def bn_multiplier(regs: dict[int, int], npu_format: str,
+                  bn_cfg: bytes | None) -> float | None:  # fmt: skip
+    """The BN multiplier feeding the table: from the BN_MUL_CFG register, or on rk3576 from
+    the output's BnCfg constant; None where neither holds it."""
     mul_reg = BN_MUL_CFG.get(npu_format)
-    if mul_reg is None or mul_reg not in regs or kind not in STEP:
+    if mul_reg is not None and mul_reg in regs:
+        mul = regs[mul_reg]
+        operand, shift = mul >> 16, (mul >> 8) & 0x3F
+    elif npu_format == "RKNPU f2" and bn_cfg is not None and len(bn_cfg) >= 2 * BN_CFG_SHIFT + 2:
+        words = np.frombuffer(bn_cfg, "<u2", BN_CFG_SHIFT + 1)
+        operand, shift = int(words[BN_CFG_OPERAND]), (int(words[BN_CFG_SHIFT]) >> 8) & 0x3F
+    else:
         return None
-    mul = regs[mul_reg]
-    operand, shift = mul >> 16, (mul >> 8) & 0x3F
+    return operand / 2.0**shift if operand else None
+
+
+def input_scale(regs: dict[int, int], table: np.ndarray, kind: str,
+                multiplier: float | None) -> float | None:  # fmt: skip
+    """The real pre-activation value of one unit of acc x C / 2^14 (BN multiplier x the
+    table's input step), or None where the multiplier or the table do not decode."""
+    if multiplier is None or kind not in STEP:
+        return None
     start = regs.get(LUT_LE_START, 0)
     start = start - (1 << 32) if start >= 1 << 31 else start
     step = STEP[kind](table, start)
-    return None if operand == 0 or step is None else operand / 2.0**shift * step
+    return None if step is None else multiplier * step
