@@ -57,8 +57,13 @@ def _weight_section(m: VendorModel) -> bytearray:
 
 def parse_meta(m: VendorModel, weights_size: int) -> ModelMeta:
     if m.shape_mode != "static_shape":
+        sets = " | ".join(
+            ", ".join(str(shape).replace(" ", "") for shape in shapes)
+            for shapes in m.input_shape_sets
+        )
         raise VendorFormatError(
-            f"vendor .rknn model: '{m.shape_mode}' models (dynamic shapes) are not supported"
+            f"vendor .rknn model: '{m.shape_mode}' models (dynamic shapes; "
+            f"{len(m.input_shape_sets)} input shape sets: {sets}) are not supported"
         )
     if not 0 <= m.internal_size <= MAX_INTERNAL:
         raise VendorFormatError(f"vendor .rknn model: implausible internal size {m.internal_size}")

@@ -100,6 +100,9 @@ class VendorModel:
     outputs: list[int]
     norms: list[InputNorm]
     buffers: list[memoryview] = field(repr=False, default_factory=list)
+    # Dynamic-shape files hold one graph per shape set (Model field 2): each graph's NCHW input
+    # shapes, in stored order (static files: the one graph's).
+    input_shape_sets: list[list[list[int]]] = field(default_factory=list)
 
     def data(self, tensor: Tensor) -> memoryview:
         """The bytes of a constant tensor (its buffer)."""
@@ -198,6 +201,7 @@ def parse(buf: memoryview) -> VendorModel:
     for b in root.tables(20):
         data = b.raw(0)
         buffers.append(data if data is not None else memoryview(b""))
+    shape_sets = [_input_shapes(graph) for graph in graphs]
     io_types = {}
     for slot in (12, 13):
         io_types.update(_json_object((root.string(slot) or "").encode(), f"IO table {slot}"))
@@ -215,4 +219,15 @@ def parse(buf: memoryview) -> VendorModel:
         shape_mode=root.string(16) or "static_shape",
         weight_size=sizes[0], internal_size=sizes[1],
         tensors=tensors, nodes=nodes, inputs=ins, outputs=outs, norms=norms, buffers=buffers,
+        input_shape_sets=shape_sets,
     )  # fmt: skip
+
+
+def _input_shapes(graph: Table) -> list[list[int]]:
+    tables = graph.tables(0)
+    shapes = []
+    for i in graph.ints(2) or []:
+        if not 0 <= i < len(tables):
+            raise VendorFormatError("vendor .rknn model: a graph's input list is invalid")
+        shapes.append(_tensor(i, tables[i]).shape)
+    return shapes
