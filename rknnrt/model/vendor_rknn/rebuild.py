@@ -344,6 +344,24 @@ def place_weights(b: GraphBuilder, section: bytearray, align: int = 64) -> list[
     return placed
 
 
+# Ops whose rebuilt form holds no shape (a dynamic-shape file's first graph serves every set).
+SHAPE_FREE = ("InputOperator", "OutputOperator", "Add", "Mul", "Sub", "Relu", "Sigmoid",
+              "MaxPool", *PASS_THROUGH)  # fmt: skip
+
+
+def shape_free(op_type: str) -> bool:
+    return op_type in SHAPE_FREE or (op_type.startswith("Conv") and op_type[4:5] in
+                                     ("", "A", "M", "R", "S", "E"))  # fmt: skip
+
+
+def _io_dims(m: VendorModel, t: Tensor, k: int, sets: list[list[list[int]]]) -> list:
+    """Tensor t's dims, symbolic where the shape sets differ (dynamic-shape files)."""
+    if m.shape_mode == "static_shape" or not sets:
+        return list(t.shape)
+    return [f"{t.name}_d{d}" if len({s[k][d] for s in sets}) > 1 else v
+            for d, v in enumerate(t.shape)]  # fmt: skip
+
+
 def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
     """(graph builder holding the ONNX model, input tensors, output tensors) for a parsed
     vendor model; place_weights() then finishes the model."""
@@ -351,9 +369,10 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
     ins = [m.tensors[i] for i in m.inputs]
     outs = [m.tensors[i] for i in m.outputs]
     graph_in = []
-    for t in ins:
+    for k, t in enumerate(ins):
         dtype = _io_dtype(m, t)
-        graph_in.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], t.shape))
+        dims = _io_dims(m, t, k, m.input_shape_sets)
+        graph_in.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], dims))
         if dtype == "int8":
             scale = b.const(np.array(t.scale[0] if t.scale else 1.0, np.float32), "scale")
             zp = b.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
@@ -373,13 +392,14 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
         out = m.tensors[n.outputs[0]]
         b.store(_op(b, n, out), out)
     graph_out = []
-    for t in outs:
+    for k, t in enumerate(outs):
         dtype = _io_dtype(m, t)
+        dims = _io_dims(m, t, k, m.output_shape_sets)
         if t.index not in b.values and t.index not in b.int8_values:
             raise VendorFormatError(f"vendor .rknn model: no op writes output '{t.name}'")
         if dtype == "int8" and t.index in b.int8_values:  # already quantised with its own
             b.nodes.append(oh.make_node("Identity", [b.int8_values[t.index][0]], [t.name]))
-            graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], t.shape))
+            graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], dims))
             continue
         src = b.value(t)
         if dtype == "int8":
@@ -390,7 +410,7 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
             b.nodes.append(oh.make_node("Cast", [src], [t.name], to=_ONNX_TYPES[dtype]))
         else:
             b.nodes.append(oh.make_node("Identity", [src], [t.name]))
-        graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], t.shape))
+        graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], dims))
     b.model.opset_import.add(domain="", version=OPSET)
     b.graph.name = m.model_name or "vendor"
     b.graph.node.extend(b.nodes)
