@@ -76,7 +76,7 @@ def native_input_attr(index: int, spec: TensorSpec, platform: Platform) -> Attr:
     if fmt == "NHWC":
         n, c, h, w = spec.shape
         attr = _attr(index, spec, [n, h, w, c], fmt, spec.dtype)
-        attr.w_stride = layouts.w_stride(w, platform.width_align)
+        attr.w_stride = layouts.w_stride(w, platform.width_align_bytes, itemsize(spec.dtype))
         attr.size_with_stride = layouts.size_with_stride(attr.dims, attr.w_stride,
                                                          itemsize(spec.dtype))  # fmt: skip
         return attr

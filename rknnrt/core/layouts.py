@@ -80,9 +80,10 @@ def output_dims(shape: list[int], fmt: str, c2: int) -> list[int]:
     return list(shape)
 
 
-def w_stride(width: int, width_align: int) -> int:
-    """A native NHWC input's row pitch in pixels: the width aligned to the platform's."""
-    return align_up(width, width_align)
+def w_stride(width: int, width_align_bytes: int, itemsize: int) -> int:
+    """A native NHWC input's row pitch in pixels: the width aligned to the platform's alignment
+    in bytes over the element size (16 B: int8 16 px, float16 8 px; vendor files' field 20)."""
+    return align_up(width, max(1, width_align_bytes // itemsize))
 
 
 def size_with_stride(dims_nhwc: list[int], stride: int, itemsize: int) -> int:

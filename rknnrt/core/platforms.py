@@ -92,8 +92,10 @@ class Platform:
     npu_cores: int
     # Channels per NC1HWC2 block for each dtype the NPU stores ("/" in UG Table 5-1 = absent).
     c2: dict[str, int]
-    # Zero-copy width alignment in pixels for 4-D inputs with C in {1, 3, 4} (UG Table 5-2).
-    width_align: int
+    # Zero-copy width alignment in BYTES of one row's pixels for 4-D inputs with C in {1, 3, 4}
+    # (UG Table 5-2 gives it in pixels of int8; vendor .rknn files store 8 px for float16 where
+    # int8 gets 16, i.e. the same bytes: docs/vendor-rknn.md "Width alignment").
+    width_align_bytes: int
     calls: frozenset[str]
     queries: frozenset[str]
     runtime_library: str = "librknnrt.so"

@@ -405,27 +405,29 @@ def _small_conv_model(width: int) -> onnx.ModelProto:
     return model
 
 
-@pytest.mark.parametrize(("platform", "w_stride"), [("rk3588", 32), ("rk3566", 24)])
+# The width alignment is in bytes (vendor .rknn field 20 holds 16 int8 / 8 float16 pixels on
+# rk3588, 8 / 4 on rk3566: docs/vendor-rknn.md): float32 rows align to 4 px (16 B) / 2 px (8 B).
+@pytest.mark.parametrize(("platform", "w_stride"), [("rk3588", 24), ("rk3566", 22)])
 def test_pass_through_with_w_stride_padding(capi, convert, make_ctx, platform, w_stride):
-    """Width 20: native rows are padded to 16 pixels (rk3588) or 8 pixels (rk3566)."""
+    """Width 21, float32: native rows are padded to 16 bytes (rk3588) or 8 bytes (rk3566)."""
     mean, std = [1.0, 2.0, 3.0], [2.0, 4.0, 8.0]
-    onnx_model = _small_conv_model(20)
+    onnx_model = _small_conv_model(21)
     model = convert(onnx_model, target_platform=platform, mean_values=[mean], std_values=[std])
     ctx = make_ctx(model)
     native_attr = query_attr(capi, ctx, rk.RKNN_QUERY_NATIVE_INPUT_ATTR)
     assert native_attr.fmt == rk.RKNN_TENSOR_NHWC
-    assert list(native_attr.dims[:4]) == [1, 8, 20, 3]
+    assert list(native_attr.dims[:4]) == [1, 8, 21, 3]
     assert native_attr.w_stride == w_stride
     assert native_attr.size_with_stride == 8 * w_stride * 3 * 4
     out_attr = query_attr(capi, ctx, rk.RKNN_QUERY_OUTPUT_ATTR)
     assert out_attr.fmt == rk.RKNN_TENSOR_NCHW
-    assert list(out_attr.dims[:4]) == [1, 4, 8, 20] and out_attr.size == 4 * 8 * 20 * 4
+    assert list(out_attr.dims[:4]) == [1, 4, 8, 21] and out_attr.size == 4 * 8 * 21 * 4
 
     rng = np.random.RandomState(2)
-    image = rng.uniform(0, 10, size=(1, 8, 20, 3)).astype(np.float32)
+    image = rng.uniform(0, 10, size=(1, 8, 21, 3)).astype(np.float32)
     normalised = (image - np.float32(mean)) / np.float32(std)
     native = np.full((1, 8, w_stride, 3), 1e30, np.float32)  # padding must be ignored
-    native[:, :, :20, :] = normalised
+    native[:, :, :21, :] = normalised
 
     def go(buf, pass_through):
         inp = make_input(buf, rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NHWC, pass_through)
@@ -434,7 +436,7 @@ def test_pass_through_with_w_stride_padding(capi, convert, make_ctx, platform, w
         outs = (rk.rknn_output * 1)()
         outs[0].want_float = 1
         assert capi(rk.rknn_outputs_get, ctx, 1, outs, None) == 0
-        result = read_f32(outs[0].buf, outs[0].size).reshape(1, 4, 8, 20).copy()
+        result = read_f32(outs[0].buf, outs[0].size).reshape(1, 4, 8, 21).copy()
         assert capi(rk.rknn_outputs_release, ctx, 1, outs) == 0
         return result
 

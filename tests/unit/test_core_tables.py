@@ -91,7 +91,11 @@ def test_switch_readers(monkeypatch) -> None:
 
 
 def test_stride_and_size_rules() -> None:
-    assert layouts.w_stride(30, 16) == 32 and layouts.w_stride(32, 16) == 32
+    # alignment in bytes: 16 B = 16 int8 px, 8 float16 px, 4 float32 px (vendor field 20)
+    assert layouts.w_stride(30, 16, 1) == 32 and layouts.w_stride(32, 16, 1) == 32
+    assert layouts.w_stride(15, 16, 2) == 16 and layouts.w_stride(17, 16, 2) == 24
+    assert layouts.w_stride(15, 8, 2) == 16 and layouts.w_stride(13, 8, 2) == 16
+    assert layouts.w_stride(21, 16, 4) == 24 and layouts.w_stride(21, 8, 4) == 22
     assert layouts.size_with_stride([2, 5, 30, 3], 32, 2) == 2 * 5 * 32 * 3 * 2
     # NCHW [2,3,4,5] as NHWC bytes: rows padded to 8 pixels, batches to 6 rows
     assert layouts.nhwc_bytes((2, 3, 4, 5), 1) == 2 * 4 * 5 * 3

@@ -30,9 +30,11 @@ def test_native_formats() -> None:
     assert layouts.nc1hwc2_dims([1, 255, 40, 40], 8) == [1, 32, 40, 40, 8]
 
 
+# float16 rows align to 16 B = 8 px (rk3588, rk3562) or 8 B = 4 px (rk3566), as vendor .rknn
+# files store them (field 20 = 8 / 4 for float16 inputs, 16 / 8 for int8: docs/vendor-rknn.md).
 @pytest.mark.parametrize(
     ("platform", "width", "w_stride"),
-    [("rk3588", 640, 640), ("rk3588", 225, 240), ("rk3566", 225, 232), ("rk3562", 28, 32)],
+    [("rk3588", 640, 640), ("rk3588", 225, 232), ("rk3566", 225, 228), ("rk3562", 28, 32)],
 )
 def test_native_input_stride(platform: str, width: int, w_stride: int) -> None:
     spec = TensorSpec("x", [1, 3, 10, width], "float16", "NCHW")
@@ -41,6 +43,14 @@ def test_native_input_stride(platform: str, width: int, w_stride: int) -> None:
     assert native.w_stride == w_stride
     assert native.size == 10 * width * 3 * 2
     assert native.size_with_stride == 10 * w_stride * 3 * 2
+
+
+@pytest.mark.parametrize(("platform", "w_stride"), [("rk3588", 240), ("rk3566", 232)])
+def test_native_input_stride_int8(platform: str, w_stride: int) -> None:
+    """int8 rows: 16 B = 16 px (rk3588), 8 B = 8 px (rk3566), UG Table 5-2's pixel figures."""
+    spec = TensorSpec("x", [1, 3, 10, 225], "int8", "NCHW")
+    native = attrs.native_input_attr(0, spec, platforms.get(platform))
+    assert (native.w_stride, native.size_with_stride) == (w_stride, 10 * w_stride * 3)
 
 
 def test_plain_attrs() -> None:

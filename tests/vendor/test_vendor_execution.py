@@ -12,6 +12,7 @@ import pytest
 import rknnrt as rk
 from rknnrt.lite import RKNNLite
 from rknnrt.model import container
+from rknnrt.model.vendor_rknn import fileformat
 
 from .vendor_data import FIXTURES, REPORTED, SUPPORTED, UNSUPPORTED, model_bytes, reference
 
@@ -53,14 +54,48 @@ def test_outputs_agree_with_the_vendor_simulator(stem: str) -> None:
             assert np.abs(got - want).max() <= 0.02 * max(1.0, np.abs(want).max())
 
 
-@pytest.mark.parametrize("stem", sorted(UNSUPPORTED))
-def test_undecodable_files_fail_init_with_one_line(stem: str, capi, rknn_log) -> None:
+def _lut_entry_patched(data: bytes) -> bytes:
+    """The file with one LE lookup-table entry of ConvSigmoid's upload task set to 0."""
+    m = fileformat.parse(memoryview(data))
+    blob = bytes(m.data(m.by_kind(fileformat.KIND_REGCMD)))
+    at = data.find(blob)
+    entries = np.frombuffer(blob, "<u8").copy()
+    lut_writes = np.nonzero((entries & 0xFFFF) == 0x4104)[0]
+    k = lut_writes[300]  # inside the first (LE) table, far from its ends
+    entries[k] &= ~np.uint64(0xFFFFFFFF << 16)
+    return data[:at] + entries.tobytes() + data[at + len(blob) :]
+
+
+def _bn_cfg_zeroed(data: bytes) -> bytes:
+    """rk3576: the conv output's BnCfg constant without its multiplier operand."""
+    m = fileformat.parse(memoryview(data))
+    cfg = next(t for t in m.tensors if t.name == "sw_BnCfg_BNcfgTensor")
+    blob = bytes(m.data(cfg))
+    at = data.find(blob)
+    patched = bytearray(blob)
+    patched[32:34] = b"\0\0"  # u16 word 16
+    return data[:at] + bytes(patched) + data[at + len(blob) :]
+
+
+@pytest.mark.parametrize(
+    ("stem", "patch", "words"),
+    [
+        ("sigmoid_rk3588_i8", _lut_entry_patched, "ConvSigmoid"),
+        ("swish_rk3576_i8", _bn_cfg_zeroed, "ConvExSwish"),
+    ],  # fmt: skip
+)
+def test_undecodable_lookup_tables_fail_init_with_one_line(stem, patch, words, capi,
+                                                           rknn_log) -> None:  # fmt: skip
+    """Every fixture decodes (vendor_data.UNSUPPORTED is empty); a table that is no sigmoid or
+    swish within one unit, or a missing multiplier, is refused by name at rknn_init."""
+    assert not UNSUPPORTED
     ctx = rk.rknn_context()
-    data = model_bytes(stem)
+    data = patch(model_bytes(stem))
+    assert data != model_bytes(stem) and len(data) == len(model_bytes(stem))
     assert capi(rk.rknn_init, ctx, data, len(data), 0, None) == rk.RKNN_ERR_MODEL_INVALID
     errors = rknn_log.take("E")
     assert len(errors) == 1, errors
-    assert UNSUPPORTED[stem] in errors[0] and "not" in errors[0]
+    assert words in errors[0] and "not decoded" in errors[0]
 
 
 def test_int8_scale_recovery_is_exact_on_rk3588_where_inputs_stay_in_range() -> None:

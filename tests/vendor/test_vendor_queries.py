@@ -99,7 +99,6 @@ def test_native_attrs_equal_the_files_stored_values(stem: str, make_ctx) -> None
     data = model_bytes(stem)
     vendor = fileformat.parse(memoryview(data))
     ctx = make_ctx(data)
-    stride_mismatch = []
     sides = (
         (True, vendor.inputs, rk.RKNN_QUERY_NATIVE_INPUT_ATTR),
         (False, vendor.outputs, rk.RKNN_QUERY_NATIVE_OUTPUT_ATTR),
@@ -110,19 +109,11 @@ def test_native_attrs_equal_the_files_stored_values(stem: str, make_ctx) -> None
             attr = _query_attr(ctx, cmd, k)
             assert attr.fmt == _FMTS[expected["fmt"]], (stem, k)
             assert list(attr.dims[: attr.n_dims]) == expected["dims"], (stem, k)
-            if (attr.w_stride, attr.size_with_stride) != (
+            assert (attr.w_stride, attr.size_with_stride) == (
                 expected["w_stride"],
                 expected["size_with_stride"],
-            ):
-                stride_mismatch.append((k, attr.w_stride, expected["w_stride"]))
-            else:
-                assert attr.size_with_stride <= vendor.tensors[index].size, (stem, k)
-    if stride_mismatch:
-        # Only float16 NHWC inputs: the file aligns their width to 16 (rk3588/rk3576) or 8
-        # (rk3566) BYTES, rknnrt's platform table to 16/8 PIXELS for every dtype.
-        assert stem.endswith("_fp16"), stride_mismatch
-        pytest.xfail(f"core/platforms.py width_align is per platform, not per dtype: "
-                     f"{stride_mismatch} (lead: see docs/vendor-rknn.md)")  # fmt: skip
+            ), (stem, k)
+            assert attr.size_with_stride <= vendor.tensors[index].size, (stem, k)
 
 
 def test_odd_width_input_stride_is_the_width_alignment(make_ctx) -> None:
@@ -133,3 +124,26 @@ def test_odd_width_input_stride_is_the_width_alignment(make_ctx) -> None:
     ctx = make_ctx(model_bytes("oddwidth_rk3566_i8"))
     attr = _query_attr(ctx, rk.RKNN_QUERY_NATIVE_INPUT_ATTR, 0)
     assert (attr.w_stride, attr.size_with_stride) == (16, 720)  # 15 -> 16 with alignment 8
+
+
+@pytest.mark.parametrize(
+    ("stem", "stored_align", "w_stride", "size_with_stride"),
+    [
+        ("transpose_rk3588_fp16", 8, 8, 6 * 8 * 3 * 2),  # W=6: 8 float16 px = 16 B
+        ("transpose_rk3576_fp16", 8, 8, 6 * 8 * 3 * 2),
+        ("transpose_rk3588_i8", 16, 16, 6 * 16 * 3),  # 16 int8 px = 16 B
+        ("sigmoid_rk3566_fp16", 0, 12, 10 * 12 * 4 * 2),  # W=12 is 4-px (8 B) aligned already
+        ("gap_rk3566_i8", 8, 16, 12 * 16 * 1),  # W=13: 8 int8 px = 8 B
+    ],
+)
+def test_width_alignment_is_in_bytes(stem: str, stored_align: int, w_stride: int,
+                                     size_with_stride: int, make_ctx) -> None:  # fmt: skip
+    """The files' field 20 holds 16 B (rk3588/rk3576) or 8 B (rk3566) as pixels of the input's
+    dtype; rknnrt's platform table gives the same w_stride (it used 16/8 PIXELS for every
+    dtype, which padded these float16 inputs to 16)."""
+    data = model_bytes(stem)
+    vendor = fileformat.parse(memoryview(data))
+    assert vendor.tensors[vendor.inputs[0]].width_align == stored_align
+    attr = _query_attr(make_ctx(data), rk.RKNN_QUERY_NATIVE_INPUT_ATTR, 0)
+    assert (attr.w_stride, attr.size_with_stride, attr.fmt) == (
+        w_stride, size_with_stride, rk.RKNN_TENSOR_NHWC)  # fmt: skip

@@ -10,7 +10,7 @@ import pytest
 
 import rknnrt as rk
 from rknnrt.model import container
-from rknnrt.model.vendor_rknn import literal, weights
+from rknnrt.model.vendor_rknn import fileformat, literal, rebuild, weights
 from rknnrt.model.vendor_rknn.flatbuf import VendorFormatError
 
 from .vendor_data import FIXTURES, STEMS, model_bytes
@@ -149,9 +149,29 @@ def test_unverified_npu_format_is_refused_by_name() -> None:
         container.read(memoryview(bytes(data)))
 
 
-def test_dynamic_shape_build_is_refused_by_name(capi, rknn_log) -> None:
+def test_dynamic_shape_build_with_shape_dependent_ops_is_refused_by_name(
+    capi, rknn_log, monkeypatch
+) -> None:
+    """A dynamic-shape file runs its first graph at every set's shapes, so a graph holding an
+    op whose rebuilt form depends on the shapes (Reshape, Transpose, ...) is refused; the
+    fixture has none, so Conv is declared shape-dependent here."""
+    monkeypatch.setattr(rebuild, "shape_free", lambda op: op not in ("Conv", "ConvRelu"))
     data = (FIXTURES / "dynamic_wide_rk3588_fp16.rknn").read_bytes()
     ctx = rk.rknn_context()
     assert capi(rk.rknn_init, ctx, data, len(data), 0, None) == rk.RKNN_ERR_MODEL_INVALID
     (line,) = rknn_log.take("E")
-    assert "dynamic_shape" in line
+    assert "dynamic_shape" in line and "not supported" in line
+    # the build's two shape sets (config dynamic_input), one graph each, in stored order
+    assert "2 input shape sets: [1,8,16,16] | [1,8,10,11]" in line
+    assert "['Conv', 'ConvRelu']" in line
+
+
+def test_shape_sets_of_static_and_dynamic_files() -> None:
+    static = fileformat.parse(memoryview((FIXTURES / "twoinput_rk3588_i8.rknn").read_bytes()))
+    assert static.input_shape_sets == [[[1, 3, 8, 8], [1, 16]]]
+    dynamic = fileformat.parse(
+        memoryview((FIXTURES / "dynamic_wide_rk3588_fp16.rknn").read_bytes())
+    )
+    assert dynamic.shape_mode == "dynamic_shape"
+    assert dynamic.input_shape_sets == [[[1, 8, 16, 16]], [[1, 8, 10, 11]]]
+    assert dynamic.output_shape_sets == [[[1, 6, 16, 16]], [[1, 6, 10, 11]]]

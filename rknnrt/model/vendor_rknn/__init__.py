@@ -55,11 +55,27 @@ def _weight_section(m: VendorModel) -> bytearray:
     return bytearray(m.weight_size)
 
 
-def parse_meta(m: VendorModel, weights_size: int) -> ModelMeta:
-    if m.shape_mode != "static_shape":
+def dynamic_shape_sets(m: VendorModel) -> tuple[list, list]:
+    """(input, output) shape sets of a dynamic-shape file ([] for a static one). Such a file
+    holds one compiled graph per set; rknnrt runs the first one's ops at every set's shapes,
+    so only graphs whose ops do not depend on the shapes are accepted."""
+    if m.shape_mode == "static_shape":
+        return [], []
+    sets = " | ".join(
+        ", ".join(str(shape).replace(" ", "") for shape in shapes) for shapes in m.input_shape_sets
+    )
+    fixed = sorted({n.op_type for n in m.nodes if not rebuild.shape_free(n.op_type)})
+    if m.shape_mode != "dynamic_shape" or fixed or len(m.input_shape_sets) < 2:
         raise VendorFormatError(
-            f"vendor .rknn model: '{m.shape_mode}' models (dynamic shapes) are not supported"
+            f"vendor .rknn model: '{m.shape_mode}' models (dynamic shapes; "
+            f"{len(m.input_shape_sets)} input shape sets: {sets}) with ops {fixed} are not "
+            "supported"
         )
+    return m.input_shape_sets, m.output_shape_sets
+
+
+def parse_meta(m: VendorModel, weights_size: int) -> ModelMeta:
+    shape_sets = dynamic_shape_sets(m)
     if not 0 <= m.internal_size <= MAX_INTERNAL:
         raise VendorFormatError(f"vendor .rknn model: implausible internal size {m.internal_size}")
     norms = m.norms
@@ -81,6 +97,7 @@ def parse_meta(m: VendorModel, weights_size: int) -> ModelMeta:
         float_dtype="float16", custom_string=m.custom_string, model_name=m.model_name,
         framework=(m.source or "onnx").lower(), toolkit_version=m.toolkit_version,
         weights_sha256="",
+        input_shape_sets=shape_sets[0], output_shape_sets=shape_sets[1],
     )  # fmt: skip
 
 

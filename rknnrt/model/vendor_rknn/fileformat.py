@@ -100,6 +100,10 @@ class VendorModel:
     outputs: list[int]
     norms: list[InputNorm]
     buffers: list[memoryview] = field(repr=False, default_factory=list)
+    # Dynamic-shape files hold one graph per shape set (Model field 2): each graph's NCHW input
+    # shapes, in stored order (static files: the one graph's).
+    input_shape_sets: list[list[list[int]]] = field(default_factory=list)
+    output_shape_sets: list[list[list[int]]] = field(default_factory=list)
 
     def data(self, tensor: Tensor) -> memoryview:
         """The bytes of a constant tensor (its buffer)."""
@@ -198,6 +202,8 @@ def parse(buf: memoryview) -> VendorModel:
     for b in root.tables(20):
         data = b.raw(0)
         buffers.append(data if data is not None else memoryview(b""))
+    shape_sets = [_io_shapes(graph, 2) for graph in graphs]
+    out_sets = [_io_shapes(graph, 3) for graph in graphs]
     io_types = {}
     for slot in (12, 13):
         io_types.update(_json_object((root.string(slot) or "").encode(), f"IO table {slot}"))
@@ -215,4 +221,16 @@ def parse(buf: memoryview) -> VendorModel:
         shape_mode=root.string(16) or "static_shape",
         weight_size=sizes[0], internal_size=sizes[1],
         tensors=tensors, nodes=nodes, inputs=ins, outputs=outs, norms=norms, buffers=buffers,
+        input_shape_sets=shape_sets, output_shape_sets=out_sets,
     )  # fmt: skip
+
+
+def _io_shapes(graph: Table, slot: int) -> list[list[int]]:
+    """The shapes of a graph's inputs (slot 2) or outputs (slot 3)."""
+    tables = graph.tables(0)
+    shapes = []
+    for i in graph.ints(slot) or []:
+        if not 0 <= i < len(tables):
+            raise VendorFormatError("vendor .rknn model: a graph's input list is invalid")
+        shapes.append(_tensor(i, tables[i]).shape)
+    return shapes

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import weights
+from . import lut, weights
 from .fileformat import KIND_REGCMD, KIND_TASKS, Node, Tensor, VendorModel
 from .flatbuf import VendorFormatError
 
@@ -41,6 +41,8 @@ class RegisterFile:
         reg_t, task_t = m.by_kind(KIND_REGCMD), m.by_kind(KIND_TASKS)
         if reg_t is None or task_t is None:
             return
+        # op index -> the LE table (LUT input <= 0) a lookup-table upload task writes
+        self.lut_by_op: dict[int, np.ndarray] = {}
         regcmd = np.frombuffer(m.data(reg_t), "<u8", len(m.data(reg_t)) // 8)
         tasks = m.data(task_t)
         for k in range(len(tasks) // TASK.size):
@@ -50,8 +52,14 @@ class RegisterFile:
             first = addr // 8
             if addr % 8 or first + count > regcmd.size:
                 raise VendorFormatError(f"vendor .rknn model: task {k} points outside the commands")
+            entries = regcmd[first : first + count].tolist()
+            if lut.is_upload(entries):
+                table = lut.uploaded_le_table(entries)
+                if table is not None:  # (rk3566 uploads the LE and LO tables in two tasks)
+                    self.lut_by_op.setdefault(op, table)
+                continue
             regs: dict[int, int] = {}
-            for entry in regcmd[first : first + count].tolist():
+            for entry in entries:
                 regs.setdefault(entry & 0xFFFF, (entry >> 16) & 0xFFFFFFFF)
             # the op's first task that programs the output conversion (a convolution task:
             # enable mask 0x1d on rk3588, 0x1f on rk3566; pooling tasks do not set it)
@@ -68,6 +76,24 @@ class RegisterFile:
         offset, scale, shift = (regs[r] for r in self.cvt)
         # the scale is 16 bits; rk3576 sets bit 16 in fused element-wise convolutions
         return offset, scale & 0xFFFF, shift
+
+    def activation_input_scale(self, n: Node, kind: str) -> float:
+        """Real value per unit of acc x C / 2^14 of a convolution fused with a lookup-table
+        activation (`kind` Sigmoid or ExSwish; lut.py)."""
+        regs, table = self.by_op.get(n.index), self.lut_by_op.get(n.index)
+        scale = None
+        if regs is not None and table is not None:
+            out = self.model.tensors[n.outputs[0]].name if n.outputs else ""
+            cfg = next((t for t in self.model.tensors if t.name == out + lut.BN_CFG_SUFFIX), None)
+            raw = bytes(self.model.data(cfg)) if cfg is not None else None
+            multiplier = lut.bn_multiplier(regs, self.model.npu_format, raw)
+            scale = lut.input_scale(regs, table, kind, multiplier)
+        if scale is None:
+            raise VendorFormatError(
+                f"vendor .rknn model: int8 op {n.op_type} '{n.name}': its {kind} lookup table "
+                f"or the multiplier feeding it is not decoded ({self.model.npu_format})"
+            )
+        return scale
 
 
 def _bias_blob(raw: memoryview, channels: int, group: int, name: str) -> tuple[np.ndarray, ...]:
@@ -104,8 +130,11 @@ def _bias_blob_without_b(raw: memoryview, channels: int, group: int,
 
 
 def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor, y: Tensor,
-                 depthwise: bool) -> ConvInt8:  # fmt: skip
-    """The weights and bias reproducing the NPU's int8 convolution `n`."""
+                 depthwise: bool, activation: str | None = None,
+                 mul_operand: Tensor | None = None) -> ConvInt8:  # fmt: skip
+    """The weights and bias reproducing the NPU's int8 convolution `n` (`activation`: its
+    output feeds that lookup table, which sets the scale instead of OUT_CVT; `mul_operand`: a
+    fused Mul's int8 operand, which the NPU multiplies in as q - zp, without its scale)."""
     oc, ic, kh, kw = w.shape
     pairs_zw = None
     if regs.model.npu_format == "RKNPU f2" and depthwise:
@@ -137,12 +166,23 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
         b = -pairs_zw
     else:
         a, b, c = _bias_blob(_data(regs, bias), oc, group, bias.name)
-    _, scale, shift = regs.out_cvt(n)
-    if shift > 63 or scale == 0:
-        raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' has an invalid OUT_CVT")
     s_in, s_out = float(x.scale[0]), float(y.scale[0])
+    if activation is not None:
+        post = regs.activation_input_scale(n, activation)
+    else:
+        _, scale, shift = regs.out_cvt(n)
+        if shift > 63 or scale == 0:
+            raise VendorFormatError(
+                f"vendor .rknn model: int8 op '{n.name}' has an invalid OUT_CVT"
+            )
+        post = scale / 2.0**shift * s_out
+        if mul_operand is not None:
+            if not mul_operand.scale:
+                raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}': its Mul "
+                                        "operand has no scale")  # fmt: skip
+            post /= float(mul_operand.scale[0])
     zw = -b
-    s_w = c / 2.0**14 * (scale / 2.0**shift) * s_out / s_in
+    s_w = c / 2.0**14 * post / s_in
     qw = q.astype(np.float64) - zw[:, None, None, None]
     zp_in = float(x.zp[0]) if x.zp else 0.0
     bf = (a + zp_in * qw.reshape(oc, -1).sum(1)) * s_in * s_w

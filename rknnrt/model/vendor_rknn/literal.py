@@ -52,4 +52,3 @@ def parse_dict(text: str) -> dict:
     if not isinstance(value, dict):
         raise VendorFormatError("vendor .rknn model: the generator dict is not a dict")
     return value
-

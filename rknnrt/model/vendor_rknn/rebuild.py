@@ -193,7 +193,11 @@ def _conv(b: GraphBuilder, n: Node) -> str:
     elif w.dtype == "int8":
         if bias is None:  # the scales are recovered from the bias blob
             raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' without a bias blob")
-        conv = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise)
+        steps = _fusion_steps(n.op_type)
+        operands = [t for t in rest if not is_helper(t)]
+        mul_operand = operands[0] if steps == ["Mul"] and len(operands) == 1 else None
+        conv = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise,
+                                 _lut_activation(steps), mul_operand)  # fmt: skip
         per_channel = (-1, 1, 1, 1)
         q = b.add("Cast", [b.weight(conv.q, "wq")], "wqf", to=TensorProto.FLOAT)
         centred = b.add("Sub", [q, b.const(conv.zw.reshape(per_channel), "wzp")], "wc")
@@ -220,7 +224,7 @@ def _conv(b: GraphBuilder, n: Node) -> str:
             y = b.add(step, [y, b.value(extra[0])], "fused")
         elif step == "Relu":
             y = b.add("Relu", [y], "relu")
-        elif b.quantized:  # the pre-activation scale lives in a LUT: not decoded
+        elif b.quantized and _lut_activation(steps) is None:  # a table after other steps
             raise VendorFormatError(
                 f"vendor .rknn model: int8 op {n.op_type} '{n.name}' (its pre-activation "
                 "scale is not decoded) is not supported"
@@ -230,6 +234,11 @@ def _conv(b: GraphBuilder, n: Node) -> str:
         else:  # ExSwish
             y = b.add("Mul", [y, b.add("Sigmoid", [y], "sigmoid")], "swish")
     return y
+
+
+def _lut_activation(steps: list[str]) -> str | None:
+    """The lookup-table activation whose table sets the conv's int8 scale (int8.py), if any."""
+    return steps[0] if steps in (["Sigmoid"], ["ExSwish"]) else None
 
 
 def _fusion_steps(op_type: str) -> list[str]:
@@ -335,6 +344,24 @@ def place_weights(b: GraphBuilder, section: bytearray, align: int = 64) -> list[
     return placed
 
 
+# Ops whose rebuilt form holds no shape (a dynamic-shape file's first graph serves every set).
+SHAPE_FREE = ("InputOperator", "OutputOperator", "Add", "Mul", "Sub", "Relu", "Sigmoid",
+              "MaxPool", *PASS_THROUGH)  # fmt: skip
+
+
+def shape_free(op_type: str) -> bool:
+    return op_type in SHAPE_FREE or (op_type.startswith("Conv") and op_type[4:5] in
+                                     ("", "A", "M", "R", "S", "E"))  # fmt: skip
+
+
+def _io_dims(m: VendorModel, t: Tensor, k: int, sets: list[list[list[int]]]) -> list:
+    """Tensor t's dims, symbolic where the shape sets differ (dynamic-shape files)."""
+    if m.shape_mode == "static_shape" or not sets:
+        return list(t.shape)
+    return [f"{t.name}_d{d}" if len({s[k][d] for s in sets}) > 1 else v
+            for d, v in enumerate(t.shape)]  # fmt: skip
+
+
 def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
     """(graph builder holding the ONNX model, input tensors, output tensors) for a parsed
     vendor model; place_weights() then finishes the model."""
@@ -342,9 +369,10 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
     ins = [m.tensors[i] for i in m.inputs]
     outs = [m.tensors[i] for i in m.outputs]
     graph_in = []
-    for t in ins:
+    for k, t in enumerate(ins):
         dtype = _io_dtype(m, t)
-        graph_in.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], t.shape))
+        dims = _io_dims(m, t, k, m.input_shape_sets)
+        graph_in.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], dims))
         if dtype == "int8":
             scale = b.const(np.array(t.scale[0] if t.scale else 1.0, np.float32), "scale")
             zp = b.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
@@ -364,13 +392,14 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
         out = m.tensors[n.outputs[0]]
         b.store(_op(b, n, out), out)
     graph_out = []
-    for t in outs:
+    for k, t in enumerate(outs):
         dtype = _io_dtype(m, t)
+        dims = _io_dims(m, t, k, m.output_shape_sets)
         if t.index not in b.values and t.index not in b.int8_values:
             raise VendorFormatError(f"vendor .rknn model: no op writes output '{t.name}'")
         if dtype == "int8" and t.index in b.int8_values:  # already quantised with its own
             b.nodes.append(oh.make_node("Identity", [b.int8_values[t.index][0]], [t.name]))
-            graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], t.shape))
+            graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], dims))
             continue
         src = b.value(t)
         if dtype == "int8":
@@ -381,7 +410,7 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
             b.nodes.append(oh.make_node("Cast", [src], [t.name], to=_ONNX_TYPES[dtype]))
         else:
             b.nodes.append(oh.make_node("Identity", [src], [t.name]))
-        graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], t.shape))
+        graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], dims))
     b.model.opset_import.add(domain="", version=OPSET)
     b.graph.name = m.model_name or "vendor"
     b.graph.node.extend(b.nodes)
