@@ -213,6 +213,7 @@ class ContextOps:
                     "callbacks run on the CPU target"
                 )
         done: list[NodeInstance] = []
+        inited: list[NodeInstance] = []  # init succeeded: destroy pairs with it on failure
         try:
             for node in self.nodes:
                 with _nodes_lock:
@@ -221,6 +222,8 @@ class ContextOps:
                 done.append(node)
                 op = given[node.op_type]
                 status = guarded(op.init, node, _ins(node, buffers), _outs(node, buffers))
+                if status in (0, SKIP_COMPUTE):
+                    inited.append(node)
                 if status == SKIP_COMPUTE:
                     node.builtin = BuiltinOp(node, self.types)
                 elif status != 0:
@@ -229,6 +232,8 @@ class ContextOps:
                         f"custom op {node.op_type} at node '{node.name}': init {outcome(status)}",
                     )
         except BaseException:
+            for node in inited:  # what the application allocated in init is released
+                guarded(given[node.op_type].destroy, node)
             for node in done:  # the context stays as it was before the call
                 _forget(node)
             raise

@@ -424,6 +424,13 @@ def register(binding: object, ops: list[custom_ops.OpCallbacks]) -> None:
     binding.register(ops)
 
 
+def registered_ops(binding: object) -> list[custom_ops.OpCallbacks]:
+    """The custom ops registered on `binding` (none for a plain program)."""
+    if isinstance(binding, SegmentedBinding):
+        return list(binding.custom.ops.values())
+    return []
+
+
 def destroy(binding: object) -> None:
     if isinstance(binding, SegmentedBinding):
         binding.destroy()

@@ -6,8 +6,9 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
+import onnx
 import pytest
-from cst_helpers import CstSigmoid, make_op, run, sigmoid, sigmoid_compute
+from cst_helpers import CstSigmoid, build, make_op, run, sigmoid, sigmoid_compute
 from cst_models import conv_custom_conv, reference
 
 import rknnrt as rk
@@ -171,3 +172,29 @@ def test_a_compute_that_breaks_during_calibration_is_named():
     samples = [np.zeros((1, 3, 8, 8), np.float32)]
     assert rknn.build(do_quantization=True, dataset=samples) == -1
     assert "cstSigmoid at node 'my_sigmoid': compute failed during calibration" in rknn.last_error
+
+
+def test_a_failed_registration_destroys_the_ops_it_initialised(new_ctx, rknn_log):
+    """Two custom nodes; the second one's init fails: the first one's destroy pairs its init."""
+    onnx_model = conv_custom_conv(scale=2.0)
+    graph = onnx_model.graph
+    first = graph.node[1]
+    second = onnx.helper.make_node(first.op_type, ["b"], ["b2"], name="my_sigmoid_2",
+                                   domain=first.domain, scale=2.0)  # fmt: skip
+    graph.node.insert(2, second)
+    graph.node[3].input[0] = "b2"
+    ctx = new_ctx(build(onnx_model))
+    calls: list[str] = []
+
+    def init(op_ctx, ins, n_in, outs, n_out):  # type: ignore[no-untyped-def]
+        calls.append("init")
+        return -3 if len(calls) == 2 else 0
+
+    def destroy(op_ctx):  # type: ignore[no-untyped-def]
+        calls.append("destroy")
+        return 0
+
+    op, keep = make_op(init=init, compute=sigmoid_compute, destroy=destroy)
+    assert rk.rknn_register_custom_ops(ctx, ctypes.byref(op), 1) == rk.RKNN_ERR_FAIL
+    assert "my_sigmoid_2" in rknn_log.take("E")[0]
+    assert calls == ["init", "init", "destroy"]  # nothing the first init allocated leaks

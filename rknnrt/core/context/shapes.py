@@ -42,16 +42,31 @@ class Shapes:
 
     def bind_program(self, program: Program | None) -> None:
         """(Re)bind the feeds and fresh outputs to `program` (after load or new weights)."""
+        registered = partition.registered_ops(self.binding)  # custom ops move to the new one
+        self._destroy_bindings()
         self._program = program
         if program is None:
-            self.binding = None
+            self.binding, self._per_set = None, {}
             return
-        binding_type = partition.binding_type(program)  # a segmented program binds its own way
-        self.binding = binding_type(program, self.feeds, [plan.spec for plan in self.outputs])
+        self.binding = self._new_binding(program)
         self._per_set = {self.shape_set: (self.feeds, self.binding)}
+        if registered:
+            partition.register(self.binding, registered)
+
+    def _new_binding(self, program: Program) -> Binding:
+        binding_type = partition.binding_type(program)  # a segmented program binds its own way
+        return binding_type(program, self.feeds, [plan.spec for plan in self.outputs])
+
+    def _destroy_bindings(self) -> None:
+        """Custom operators' destroy callbacks, once per binding (shape sets share none)."""
+        seen = {id(b): b for _, b in self._per_set.values()}
+        if self.binding is not None:
+            seen[id(self.binding)] = self.binding
+        for binding in seen.values():
+            partition.destroy(binding)
 
     def unbind(self) -> None:
-        partition.destroy(self.binding)  # custom operators' destroy callbacks
+        self._destroy_bindings()
         self.binding, self._program, self._per_set = None, None, {}
 
     def all_inputs_set(self) -> bool:
@@ -99,8 +114,7 @@ class Shapes:
         else:
             self.feeds = [plan.new_buffer() for plan in self.inputs]
             if self._program is not None:
-                specs = [plan.spec for plan in self.outputs]
-                self.binding = Binding(self._program, self.feeds, specs)
+                self.binding = self._new_binding(self._program)
                 self._per_set[index] = (self.feeds, self.binding)
         self.inputs_ready = [False] * len(self.inputs)
 
