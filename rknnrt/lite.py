@@ -18,8 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import api as rk
-from .core.log import error as log_error
-from .core.log import muted as log_muted
+from .api.marshal import log_error, log_muted
 
 _TYPES = {
     np.dtype(np.float32): rk.RKNN_TENSOR_FLOAT32, np.dtype(np.float16): rk.RKNN_TENSOR_FLOAT16,

@@ -12,6 +12,7 @@ import ctypes
 import functools
 import os
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import numpy as np
@@ -27,6 +28,11 @@ _CArgObject = type(ctypes.byref(ctypes.c_int()))
 def log_error(message: str) -> None:
     """One `E RKNN:` line, for the Python layers built on this API."""
     log.error(message)
+
+
+def log_muted() -> AbstractContextManager[None]:
+    """This thread's lines silenced, for a probe whose failure is an answer (RKNNLite)."""
+    return log.muted()
 
 
 def status_code(status: str) -> int:

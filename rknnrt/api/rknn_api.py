@@ -251,12 +251,14 @@ def rknn_run(context: Any, extend: Any) -> None:
     ctx.enter("rknn_run", 0 if ext is None else int(ext.timeout_ms))
     try:
         frame_id = ctx.run(args)
+        # read inside the call: another thread's run may replace the fence once it is left
+        out_fence = ctx.out_fence_fd if ctx.fence_out else None
     finally:
         ctx.leave()
     if ext is not None:
         ext.frame_id = frame_id
-        if ctx.fence_out:
-            ext.fence_fd = ctx.out_fence_fd
+        if out_fence is not None:
+            ext.fence_fd = out_fence
 
 
 @c_api

@@ -2,8 +2,9 @@
 thread that executes it, and fences (descriptors that say "ready").
 
 A context has at most one Job in flight: every later call that touches its buffers waits for it
-first (Context._settle), so a frame never sees another frame's data. docs/device.md has the
-rules this serves (non-blocking runs, rknn_wait, timeouts, fences, async mode).
+first (Frames.settle in core/context/frames.py), so a frame never sees another frame's data.
+docs/device.md has the rules this serves (non-blocking runs, rknn_wait, timeouts, fences, async
+mode).
 """
 
 from __future__ import annotations

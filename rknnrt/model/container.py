@@ -125,7 +125,9 @@ def read(buf: memoryview) -> Sections:
         return Sections(VENDOR_FORMAT_VERSION, memoryview(metadata), memoryview(graph),
                         memoryview(weights), external)  # fmt: skip
     if len(buf) < V1_HEADER_SIZE:
-        raise ModelFormatError(f"model is too small: {len(buf)} bytes < {HEADER_SIZE}-byte header")
+        raise ModelFormatError(
+            f"model is too small: {len(buf)} bytes < {V1_HEADER_SIZE}-byte header"
+        )
     (magic, version, header_size, meta_off, meta_size, meta_crc, graph_off, graph_size,
      graph_crc, weights_off, weights_size) = _SECTIONS.unpack_from(buf, 0)  # fmt: skip
     if magic != MAGIC:

@@ -8,6 +8,7 @@ See docs/vendor-rknn.md for every field relied on and what is supported per plat
 from __future__ import annotations
 
 import hashlib
+import struct
 from math import prod
 
 from ..meta import MemoryPlan, ModelMeta, PlannedTensor, TensorSpec, WeightSpec
@@ -115,7 +116,8 @@ def to_sections(buf: memoryview) -> tuple[bytes, bytes, bytearray]:
         graph = builder.model.SerializeToString()
     except VendorFormatError:
         raise
-    except (ValueError, TypeError, KeyError, IndexError, OverflowError, MemoryError) as exc:
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError, MemoryError,
+            AttributeError, struct.error) as exc:  # fmt: skip
         # numpy/onnx on hostile values: one line, never a traceback
         raise VendorFormatError(
             f"vendor .rknn model: malformed content ({type(exc).__name__}: "
