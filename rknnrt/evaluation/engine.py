@@ -192,12 +192,15 @@ def run_pool(
     """A local process pool (spawned processes: onnxruntime's threads do not survive fork)."""
     context = multiprocessing.get_context("spawn")
     records: list[Record] = []
+    batches = list(chunks(samples, chunk_size))
+    # the pool starts one process per submitted batch: never wait for more workers than that
+    workers = max(1, min(workers, len(batches)))
     ready = context.Barrier(workers)
     pool = ProcessPoolExecutor(
         workers, mp_context=context, initializer=_init_worker, initargs=(job, ready)
     )
     try:
-        pending = {pool.submit(_evaluate_chunk, c) for c in chunks(samples, chunk_size)}
+        pending = {pool.submit(_evaluate_chunk, c) for c in batches}
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:

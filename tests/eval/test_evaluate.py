@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -91,6 +92,22 @@ def test_pool_gives_the_same_report(eval_dir: dict[str, Any]) -> None:
     one = evaluate(*args, **kwargs)
     pool = evaluate(*args, workers=2, chunk_size=5, **kwargs)
     assert pool.records == one.records and pool.to_json() == one.to_json()
+
+
+def test_a_pool_larger_than_the_batches_does_not_wait_for_idle_workers(
+    eval_dir: dict[str, Any],
+) -> None:
+    """One batch, three workers: the pool starts one process per batch, so waiting for three
+    workers to load their model hung for the barrier's two minutes."""
+    args = (eval_dir["models"]["int8"], eval_dir["data"])
+    one = evaluate(*args, progress=False)
+    result: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: result.append(evaluate(*args, workers=3, chunk_size=1000, progress=False))
+    )
+    worker.start()
+    worker.join(90)  # a hang guard, far above the seconds this takes
+    assert not worker.is_alive() and result and result[0].records == one.records
 
 
 def test_list_file_and_labels(eval_dir: dict[str, Any], tmp_path: Any) -> None:
