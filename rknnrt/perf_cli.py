@@ -18,6 +18,7 @@ import numpy as np
 from . import board_eval
 from .core import perf, platforms, switches
 from .model import container
+from .model.errors import ModelFormatError
 from .model.meta import ModelMeta
 
 Loader = Callable[[str | None, str], tuple[bytes, str]]
@@ -47,13 +48,13 @@ def _int8(path: str, target: str) -> bytes:
     model = onnx.load(path)
     rknn = RKNN()
     if rknn.config(target_platform=target) != 0 or rknn.load_onnx(model) != 0:
-        raise SystemExit(f"conversion failed: {rknn.last_error}")
+        raise SystemExit(f"E perf: conversion failed: {rknn.last_error}")
     dims = [[d.dim_value or 1 for d in i.type.tensor_type.shape.dim] for i in model.graph.input
             if i.name not in {t.name for t in model.graph.initializer}]  # fmt: skip
     rng = np.random.default_rng(0)
     sample = [rng.random(d, dtype=np.float32) for d in dims]
     if rknn.build(do_quantization=True, dataset=[sample]) != 0:
-        raise SystemExit(f"conversion failed: {rknn.last_error}")
+        raise SystemExit(f"E perf: conversion failed: {rknn.last_error}")
     return rknn.model_bytes()
 
 
@@ -65,8 +66,11 @@ def _model(args: argparse.Namespace, load: Loader) -> tuple[bytes, str]:
 
 def compare_lines(blob: bytes, socs: list[str], core_mask: int = 0) -> list[str]:
     """One line per SoC: the board model's ms, FPS and memory for this model's layers."""
-    sections = container.read(memoryview(blob))
-    meta = ModelMeta.from_json(sections.metadata, len(sections.weights))
+    try:
+        sections = container.read(memoryview(blob))
+        meta = ModelMeta.from_json(sections.metadata, len(sections.weights))
+    except ModelFormatError as exc:
+        raise SystemExit(f"E perf: {exc}") from None
     weights = np.frombuffer(sections.weights, np.uint8)
     lines = [f"{'SoC':<8} {'cores':>5} {'est ms':>8} {'FPS':>7} {'weights MB':>10} "
              f"{'internal MB':>11}  model"]  # fmt: skip
@@ -74,7 +78,7 @@ def compare_lines(blob: bytes, socs: list[str], core_mask: int = 0) -> list[str]
         try:
             platform = platforms.get(soc)
         except KeyError:
-            raise SystemExit(f"unknown SoC {soc!r}") from None
+            raise SystemExit(f"E perf: unknown SoC {soc!r}") from None
         cores = max(1, bin(core_mask & ((1 << platform.npu_cores) - 1)).count("1"))
         view = perf.board_view(meta, bytes(sections.graph), weights, platform, cores)
         if not view.model.known:
@@ -89,8 +93,14 @@ def compare_lines(blob: bytes, socs: list[str], core_mask: int = 0) -> list[str]
 
 
 def run(args: argparse.Namespace, load: Loader) -> int:
-    blob, name = _model(args, load)
-    mask = int(args.core_mask, 0)
+    try:
+        mask = int(args.core_mask, 0)
+    except ValueError:
+        raise SystemExit(f"E perf: --core-mask {args.core_mask!r} is not a number") from None
+    try:
+        blob, name = _model(args, load)
+    except OSError as exc:
+        raise SystemExit(f"E perf: cannot read {args.model!r}: {exc.strerror or exc}") from None
     print(f"model: {name}")
     if args.compare:
         socs = [s.strip() for s in args.compare.split(",") if s.strip()]
@@ -102,7 +112,7 @@ def run(args: argparse.Namespace, load: Loader) -> int:
     try:
         report = board_eval.eval_perf(blob, mask)
     except RuntimeError as exc:
-        raise SystemExit(f"perf: {exc}") from None
+        raise SystemExit(f"E perf: {exc}") from None
     finally:
         if before is None:
             os.environ.pop(switches.PERF_HOST.name, None)

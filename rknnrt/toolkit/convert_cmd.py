@@ -32,8 +32,14 @@ def _shape_sets(text: str | None) -> list | None:
     """'1,3,224,224;1,3,320,320' (one set per ';'); inputs of one set separated by '+'."""
     if not text:
         return None
-    return [[_groups(shape, "--dynamic-input", int)[0] for shape in s.split("+")]  # type: ignore
-            for s in text.split(";")]  # fmt: skip
+    sets = []
+    for one in text.split(";"):
+        shapes = [_groups(shape, "--dynamic-input", int) for shape in one.split("+")]
+        if not all(shapes):
+            raise SystemExit(f"E convert: --dynamic-input {text!r}: every shape set needs its "
+                             "dims, e.g. 1,3,224,224;1,3,320,320")  # fmt: skip
+        sets.append([shape[0] for shape in shapes])  # type: ignore[index]
+    return sets
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

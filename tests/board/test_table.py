@@ -256,3 +256,20 @@ def test_cli_perf_converts_onnx_to_int8(tmp_path, capsys, default_onnx):
     assert re.search(r"rknn_run: \d+ us \(host time", out)
     assert "DequantizeLinear" not in out and "WorkLoad(0/1)" in out
     assert "RKNNRT_PERF_HOST" not in os.environ  # the switch was for that run only
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["perf", "{missing}"], "E perf: cannot read"),
+        (["perf", "{junk}", "--compare", "rk3588"], "E perf: model is too small"),
+        (["perf", "--core-mask", "zz"], "E perf: --core-mask 'zz' is not a number"),
+    ],
+)
+def test_perf_user_errors_are_one_e_line(tmp_path, argv, message):
+    junk = tmp_path / "junk.rknnrt"
+    junk.write_bytes(b"junk")
+    paths = {"missing": str(tmp_path / "none.rknnrt"), "junk": str(junk)}
+    with pytest.raises(SystemExit) as raised:
+        cli.main([a.format(**paths) for a in argv])
+    assert str(raised.value).startswith(message)

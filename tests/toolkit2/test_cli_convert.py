@@ -89,3 +89,9 @@ def test_wrong_input_count_for_a_two_input_model(files, monkeypatch, capsys) -> 
     assert cli.main(["convert", "two.onnx", "--dataset", "ds.txt"]) == 1
     err = capsys.readouterr().err
     assert "has 1 files for 2 inputs" in err and "Traceback" not in err
+
+
+def test_an_empty_dynamic_shape_set_is_one_e_line(files, capsys) -> None:
+    assert cli.main(["convert", str(files / "m.onnx"), "--dynamic-input", "1,3;"]) == 1
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("E ")]
+    assert line.startswith("E convert: --dynamic-input '1,3;': every shape set needs its dims")
