@@ -51,7 +51,8 @@ VENDOR_SCRIPT = textwrap.dedent(
     assert r.build(do_quantization=dtype == "i8", dataset=dataset) == 0
     assert r.export_rknn(out_rknn) == 0
     assert r.init_runtime() == 0
-    np.save(out_npy, r.inference(inputs=[np.load(sample)], data_format=["nchw"])[0])
+    image = np.load(sample, allow_pickle=False)
+    np.save(out_npy, r.inference(inputs=[image], data_format=["nchw"])[0])
     r.release()
     """
 )
@@ -180,13 +181,13 @@ def bench(dtype: str, work: Path, vendor_python: str, repeat: int) -> None:
         lambda: rk.rknn_destroy(_init(vendor)), lambda: rk.rknn_destroy(_init(own)),
         max(3, repeat // 4),
     )  # fmt: skip
-    image = np.load(calib[0])
+    image = np.load(calib[0], allow_pickle=False)
     ctx_v, ctx_o = _init(vendor), _init(own)
     out_v, out_o = _run(ctx_v, image), _run(ctx_o, image)
     run_v, run_o = _median_pair(lambda: _run(ctx_v, image), lambda: _run(ctx_o, image), repeat)
     rk.rknn_destroy(ctx_v)
     rk.rknn_destroy(ctx_o)
-    sim = np.load(sim_path).astype(np.float64).ravel()
+    sim = np.load(sim_path, allow_pickle=False).astype(np.float64).ravel()
     cosine = float(out_v @ sim / (np.linalg.norm(out_v) * np.linalg.norm(sim)))
     print(f"[{dtype}] load: vendor {load_v * 1e3:.0f} ms, rknnrt {load_o * 1e3:.0f} ms, "
           f"ratio {load_v / load_o:.2f} (target <= 2)")  # fmt: skip

@@ -100,6 +100,9 @@ def generate(model: bytes, name: str, output_path: str, inputs: Sequence[str] | 
     model_file = f"{safe}.rknnrt"
     with open(os.path.join(output_path, model_file), "wb") as f:
         f.write(model)
+    if inputs and len(inputs) != len(shapes):
+        raise ConversionError(f"codegen: {len(inputs)} input files for a model with "
+                              f"{len(shapes)} inputs")  # fmt: skip
     for k, path in enumerate(inputs or []):
         try:
             array = np.load(path, allow_pickle=False).astype(np.float32)
@@ -110,7 +113,7 @@ def generate(model: bytes, name: str, output_path: str, inputs: Sequence[str] | 
                                   f"wants {list(shapes[k][0])} (NHWC for 4-D)")  # fmt: skip
         array.tofile(os.path.join(output_path, f"input{k}.raw"))
     with open(os.path.join(output_path, "main.c"), "w") as f:
-        f.write(_MAIN.format(name=name, model_file=model_file, n_inputs=max(len(shapes), 1),
+        f.write(_MAIN.format(name=safe, model_file=model_file, n_inputs=max(len(shapes), 1),
                              n_outputs=max(n_outputs, 1)))  # fmt: skip
     with open(os.path.join(output_path, "CMakeLists.txt"), "w") as f:
         f.write(_CMAKE.format(name=safe))

@@ -117,7 +117,7 @@ def test_multi_input_lines_build_and_run(tmp_path) -> None:
     assert rknn.load_onnx(model) == 0
     assert rknn.build(dataset=str(tmp_path / "ds.txt")) == 0, rknn.last_error
     assert rknn.init_runtime() == 0
-    vec = np.load(tmp_path / "v0.npy")
+    vec = np.load(tmp_path / "v0.npy", allow_pickle=False)
     (out,) = rknn.inference([images[0], vec])
     from .models import cosine, run_onnx
 

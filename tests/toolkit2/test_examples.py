@@ -159,7 +159,7 @@ def test_multi_input_sequence(workdir) -> None:
     assert rknn.init_runtime() == 0
     img = np.expand_dims(_imread_rgb(rgb[0]), 0)
     gray = np.asarray(Image.open("gray0.png"))[None, :, :, None]
-    in2, in3 = np.load("in2_0.npy"), np.load("in3_0.npy")
+    in2, in3 = np.load("in2_0.npy", allow_pickle=False), np.load("in3_0.npy", allow_pickle=False)
     (out,) = rknn.inference(inputs=[img, in2, in3, gray],
                             data_format=["nhwc", "nchw", "nchw", "nhwc"])  # fmt: skip
     ref = run_onnx(model, {"rgb": (img.transpose(0, 3, 1, 2) - 127.5) / 128, "in2": in2,

@@ -131,6 +131,9 @@ def test_codegen_writes_a_c_program(built: RKNN, tmp_path) -> None:
     assert "rknn_init(&ctx" in (out / "main.c").read_text()
     assert built.codegen(str(out)) == -1  # exists, no overwrite
     assert built.codegen(str(out), overwrite=True) == 0
+    two = [str(tmp_path / "x.npy")] * 2  # the model has one input
+    assert built.codegen(str(tmp_path / "two"), inputs=two) == -1
+    assert "2 input files for a model with 1 inputs" in built.last_error
 
 
 class CustomSoftplus:

@@ -310,7 +310,7 @@ def build_one(name: str, platform: str, dtype: str, out_dir: str, work: str) -> 
     # The test inputs are calibration samples: every intermediate then lies inside its
     # quantisation range. (Outside it the board saturates where the simulator, which keeps
     # some fused intermediates in float, does not: docs/vendor-rknn.md.)
-    tests = [[np.load(p) for p in line.split(" ")] for line in calib[:SAMPLES]]
+    tests = [[np.load(p, allow_pickle=False) for p in line.split(" ")] for line in calib[:SAMPLES]]
     log_path = os.path.join(work, "build.log")
     rknn = RKNN(verbose=True)
     rknn.config(target_platform=platform, custom_string=CUSTOM, **NORMALISATION.get(name, {}))

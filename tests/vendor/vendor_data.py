@@ -24,5 +24,5 @@ def model_bytes(stem: str) -> bytes:
 
 
 def reference(stem: str) -> dict[str, np.ndarray]:
-    with np.load(FIXTURES / f"{stem}.npz") as data:
+    with np.load(FIXTURES / f"{stem}.npz", allow_pickle=False) as data:
         return {k: data[k] for k in data.files}

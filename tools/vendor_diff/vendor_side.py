@@ -41,7 +41,7 @@ def main() -> None:
             == 0
         )
         assert rknn.init_runtime() == 0
-        inputs = [np.load(p) for p in req["test_inputs"]]
+        inputs = [np.load(p, allow_pickle=False) for p in req["test_inputs"]]
         outs = rknn.inference(inputs=inputs, data_format="nchw")
     from ruamel.yaml import YAML
 
