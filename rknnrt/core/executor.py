@@ -40,6 +40,26 @@ def _weights_as_inputs(graph: bytes) -> bytes:
     return model.SerializeToString()
 
 
+def weight_views(meta: ModelMeta, graph: bytes, weights: np.ndarray) -> dict[str, np.ndarray]:
+    """The metadata's weights as views of the weight memory, after checking that the graph's
+    weights-section constants are exactly those weights (graph_rules: nothing else may reach
+    onnxruntime as external data). Shared by one program and a segmented one."""
+    from ..model import graph_rules  # imports onnx: not at `import rknnrt`
+
+    try:  # the graph's rules were checked (and cached) by container.read at init
+        graph_rules.cross_check(graph_rules.check_graph(graph), meta.weights)
+    except ModelFormatError as exc:
+        raise RknnError(MODEL_INVALID, str(exc)) from None
+    views = {}
+    try:
+        for w in meta.weights:
+            dtype = np.dtype(np.bool_) if w.dtype == "bool" else np.dtype(w.dtype)
+            views[w.name] = weights[w.offset : w.offset + w.nbytes].view(dtype).reshape(w.shape)
+    except ValueError as exc:  # a weight that does not fit the weight memory
+        raise RknnError(MODEL_INVALID, f"the model's weights do not fit: {exc}") from None
+    return views
+
+
 class Program:
     """A compiled graph plus the weights it reads (views of the context's weight memory).
 
@@ -72,23 +92,9 @@ class Program:
 
     def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray,
                  in_place: bool = False) -> None:  # fmt: skip
-        from ..model import graph_rules  # imports onnx: not at `import rknnrt`
-
-        try:  # the graph's rules (checked, and cached, by container.read at init) and its
-            # weights-section constants, which must be exactly the metadata's weights
-            graph_rules.cross_check(graph_rules.check_graph(graph), meta.weights)
-        except ModelFormatError as exc:
-            raise RknnError(MODEL_INVALID, str(exc)) from None
         options = session_options()
-        names, values = [], []
-        try:
-            for w in meta.weights:
-                dtype = np.dtype(np.bool_) if w.dtype == "bool" else np.dtype(w.dtype)
-                view = weights[w.offset : w.offset + w.nbytes].view(dtype).reshape(w.shape)
-                names.append(w.name)
-                values.append(view)
-        except ValueError as exc:  # a weight that does not fit the weight memory
-            raise RknnError(MODEL_INVALID, f"the model's weights do not fit: {exc}") from None
+        views = weight_views(meta, graph, weights)
+        names, values = list(views), list(views.values())
         self.weight_views = list(zip(names, values)) if in_place else []
         try:
             if in_place:

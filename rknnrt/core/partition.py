@@ -21,7 +21,7 @@ import numpy as np
 from ..model.meta import ModelMeta, TensorSpec
 from . import custom_ops, partition_memory
 from .errors import MODEL_INVALID, PARAM_INVALID, RknnError
-from .executor import address_of, session_options
+from .executor import address_of, session_options, weight_views
 from .lazy_imports import onnx, ort
 
 _ALIGN = 64
@@ -169,10 +169,7 @@ class SegmentedProgram:
             types = _types(model)
         except Exception as exc:  # onnx raises several types for a bad graph
             raise RknnError(MODEL_INVALID, f"the model's graph cannot be read: {exc}") from None
-        views = {}
-        for w in meta.weights:
-            dtype = np.dtype(np.bool_) if w.dtype == "bool" else np.dtype(w.dtype)
-            views[w.name] = weights[w.offset : w.offset + w.nbytes].view(dtype).reshape(w.shape)
+        views = weight_views(meta, graph, weights)
         self._keep = weights
         self.input_names = [t.name for t in meta.inputs]
         self.output_names = [t.name for t in meta.outputs]

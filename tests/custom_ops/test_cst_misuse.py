@@ -12,6 +12,7 @@ from cst_helpers import CstSigmoid, build, make_op, run, sigmoid, sigmoid_comput
 from cst_models import conv_custom_conv, reference
 
 import rknnrt as rk
+from rknnrt.model import container
 from rknnrt.toolkit import RKNN
 
 
@@ -198,3 +199,24 @@ def test_a_failed_registration_destroys_the_ops_it_initialised(new_ctx, rknn_log
     assert rk.rknn_register_custom_ops(ctx, ctypes.byref(op), 1) == rk.RKNN_ERR_FAIL
     assert "my_sigmoid_2" in rknn_log.take("E")[0]
     assert calls == ["init", "init", "destroy"]  # nothing the first init allocated leaks
+
+
+def test_a_segmented_model_keeps_the_weights_rule(tmp_path, monkeypatch, rknn_log):
+    """A graph constant in '@weights' that the metadata does not list is refused for a model
+    with custom ops too: onnxruntime would otherwise read a file named '@weights' from the
+    working directory (issue 11 item 1)."""
+    model = build(conv_custom_conv(scale=2.0))
+    sections = container.read(memoryview(model))
+    proto = onnx.load_model_from_string(bytes(sections.graph))
+    tensor = next(t for t in proto.graph.initializer if t.external_data)
+    old, tensor.name = tensor.name, "stranger"
+    for node in proto.graph.node:
+        node.input[:] = ["stranger" if i == old else i for i in node.input]
+    blob = container.write(bytes(sections.metadata), proto.SerializeToString(),
+                           bytes(sections.weights))  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "@weights").write_bytes(bytes(sections.weights))  # what a stranger would plant
+    ctx = rk.rknn_context()
+    assert rk.rknn_init(ctypes.byref(ctx), blob, len(blob), 0, None) == rk.RKNN_ERR_MODEL_INVALID
+    (line,) = rknn_log.take("E")
+    assert "not a weight of the metadata" in line
