@@ -27,27 +27,6 @@ from .lazy_imports import onnx, ort
 _ALIGN = 64
 
 
-def cpu_op_types(graph: bytes, platform: str) -> set[str]:
-    """The op types of a model graph that run on the platform's CPU."""
-    from ..model.op_placement import device_for  # imports onnx: not at `import rknnrt`
-
-    if not needs_partition(graph, platform):
-        return set()
-    nodes = onnx.load_model_from_string(graph).graph.node
-    return {n.op_type for n in nodes if device_for(n, platform) == "CPU"}
-
-
-def needs_partition(graph: bytes, platform: str) -> bool:
-    """Whether a model graph has custom ops or ops the platform runs on the CPU."""
-    from ..model.op_placement import CPU_OPS, device_for  # imports onnx: not at import
-
-    cpu_ops = CPU_OPS.get(platform, frozenset())
-    if b"rknnrt.custom" not in graph and not any(op.encode() in graph for op in cpu_ops):
-        return False  # cheap: a byte search before a parse
-    nodes = onnx.load_model_from_string(graph).graph.node
-    return any(device_for(n, platform) == "CPU" for n in nodes)
-
-
 @dataclass
 class Step:
     """One NPU or CPU segment (session is set) or one custom node (node is set)."""
@@ -438,13 +417,6 @@ def binding_type(program: object) -> type:
     from .executor import Binding
 
     return SegmentedBinding if isinstance(program, SegmentedProgram) else Binding
-
-
-def place(node: onnx.NodeProto, platform: str) -> str:
-    """Where a node of a model graph runs (model/op_placement.py)."""
-    from ..model.op_placement import device_for  # imports onnx: not at `import rknnrt`
-
-    return device_for(node, platform)
 
 
 def use_internal(binding: object, views: tuple[np.ndarray, np.ndarray] | None) -> None:

@@ -12,7 +12,18 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .. import attrs, device, guard, log, partition, partition_perf, perf, perf_table, registry
+from .. import (
+    attrs,
+    device,
+    guard,
+    log,
+    partition,
+    partition_perf,
+    perf,
+    perf_table,
+    placement,
+    registry,
+)
 from ..errors import FAIL, INPUT_INVALID, PARAM_INVALID, RknnError
 from ..lazy_imports import onnx
 from ..memory import Buffer, Memory
@@ -220,7 +231,7 @@ class Context:
         emulation = {"QuantizeLinear", "DequantizeLinear", "Cast"}
         where = self.platform.name
         counts = Counter(
-            (n.op_type, partition.place(n, where)) for n in graph.node if n.op_type not in emulation
+            (n.op_type, placement.place(n, where)) for n in graph.node if n.op_type not in emulation
         )
         return [(f"{op} x{count}", device) for (op, device), count in sorted(counts.items())]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...model.meta import ModelMeta
-from .. import log, memory, partition, platforms
+from .. import log, memory, partition, placement, platforms
 from ..errors import FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
 from ..executor import Program
 from ..io import InputPlan, OutputPlan
@@ -160,7 +160,7 @@ class Model:
     def program(self, weights: np.ndarray, in_place: bool = False) -> Program:
         """One onnxruntime program, or NPU and CPU segments when the model has custom ops or
         operators the platform's NPU lacks (core/partition.py)."""
-        if partition.needs_partition(self.graph, self.platform.name):
+        if placement.needs_partition(self.graph, self.platform.name):
             return partition.SegmentedProgram(  # type: ignore[return-value]
                 self.meta, self.graph, weights, self.platform.name
             )
@@ -171,7 +171,7 @@ class Model:
         rknnrt has no GPU, so they run on the CPU (core/partition.py places them); say so once."""
         if not options.fallback_gpu:
             return
-        cpu_ops = sorted(partition.cpu_op_types(self.graph, self.platform.name))
+        cpu_ops = sorted(placement.cpu_op_types(self.graph, self.platform.name))
         placed = (f"{', '.join(cpu_ops)} run on the CPU" if cpu_ops
                   else "every operator of this model runs on the NPU")  # fmt: skip
         log.warning(
