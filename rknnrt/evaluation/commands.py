@@ -123,7 +123,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
         if args.calib:
             if not args.reference:
-                raise SystemExit("--calib (per-layer drift) needs --reference")
+                raise SystemExit("E eval: --calib (per-layer drift) needs --reference")
             add_drift(
                 result,
                 args.model,
@@ -136,9 +136,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 _floats(args.std),
             )
     except (DatasetError, EvaluationError, ValueError, RuntimeError, OSError) as exc:
-        raise SystemExit(f"eval failed: {exc}") from None
+        raise SystemExit(f"E eval: {exc}") from None
     except Exception as exc:  # a worker's error re-raised by the pool or Ray, wrapped
-        raise SystemExit(f"eval failed: {type(exc).__name__}: {exc}") from None
+        raise SystemExit(f"E eval: {type(exc).__name__}: {exc}") from None
     if args.json != "-":
         print(result.table())
     _emit(result.report, args.json)
@@ -168,9 +168,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             progress=not args.quiet,
         )
     except (GridError, DatasetError, ValueError, RuntimeError, OSError) as exc:
-        raise SystemExit(f"sweep failed: {exc}") from None
+        raise SystemExit(f"E sweep: {exc}") from None
     except Exception as exc:  # a worker's error re-raised by the pool or Ray, wrapped
-        raise SystemExit(f"sweep failed: {type(exc).__name__}: {exc}") from None
+        raise SystemExit(f"E sweep: {type(exc).__name__}: {exc}") from None
     if args.json != "-":
         print(f"{'rank':>4}  {args.rank_by:>10}  {'seconds':>7}  configuration")
         for k, e in enumerate(entries, 1):

@@ -159,7 +159,7 @@ def test_cli_eval_json_and_table(
     assert f"{cos_mean:.6f}" in captured.out.splitlines()[2]  # the logits row
     assert "agreement with the reference: top-1" in captured.out
     assert "8/8" in captured.err and "samples/s" in captured.err  # the progress bar
-    with pytest.raises(SystemExit, match="eval failed: dataset .* neither a folder"):
+    with pytest.raises(SystemExit, match="E eval: dataset .* neither a folder"):
         main(["eval", eval_dir["paths"]["int8"], "--data", str(tmp_path / "nope")])
 
 
@@ -168,9 +168,9 @@ def test_unreadable_image_is_named(eval_dir: dict[str, Any], tmp_path: Any) -> N
     data.mkdir()
     (data / "a.png").write_bytes(open(os.path.join(eval_dir["data"], "img_00000.png"), "rb").read())
     (data / "b.png").write_bytes(b"not a png")
-    with pytest.raises(SystemExit, match=r"eval failed: cannot read image .*b\.png"):
+    with pytest.raises(SystemExit, match=r"E eval: cannot read image .*b\.png"):
         main(["eval", eval_dir["paths"]["int8"], "--data", str(data), "--quiet"])
-    with pytest.raises(SystemExit, match="eval failed: rknn_init failed"):
+    with pytest.raises(SystemExit, match="E eval: rknn_init failed"):
         main(["eval", str(data / "b.png"), "--data", str(data), "--quiet"])
 
 

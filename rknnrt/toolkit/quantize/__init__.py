@@ -22,7 +22,7 @@ import onnx
 from ..errors import ConversionError
 from ..passes import split_concat_conv
 from .calibrate import ALGORITHMS, QParams, _Histogram, _progress, asymmetric, calibrate
-from .dataset import at_shape_sets, load_dataset
+from .dataset import at_shape_sets
 from .dtypes import QUANTIZED_DTYPES, check_dtype
 from .fp16 import emulate_fp16
 from .graph import at_least_opset, float_output_tails, float_tensors, stored_tensors, sums_as_adds
@@ -32,7 +32,7 @@ from .rules import calibration_bounds, concat_before_relu
 
 __all__ = [
     "ALGORITHMS", "QUANTIZED_DTYPES", "QParams", "QuantizedProgram", "_Histogram", "asymmetric",
-    "calibrate", "check_dtype", "choose_float_layers", "emulate_fp16", "load_dataset",
+    "calibrate", "check_dtype", "choose_float_layers", "emulate_fp16",
     "quantize_model", "rank_layers", "stored_tensors",
 ]  # fmt: skip
 
