@@ -48,22 +48,32 @@ _TYPES = {
 }
 
 
+def custom_op_tensor(array: np.ndarray, name: str = "") -> rknn_custom_op_tensor:
+    """An rknn_custom_op_tensor describing `array` in place (C-contiguous), as custom ops
+    receive tensors: NCHW for 4-D, UNDEFINED otherwise. The array must outlive its use."""
+    if not array.flags.c_contiguous or array.ndim > c.RKNN_MAX_DIMS:
+        raise ValueError("a custom op tensor must be C-contiguous with at most 16 dims")
+    tensor = rknn_custom_op_tensor()
+    attr, mem = tensor.attr, tensor.mem
+    attr.n_dims = array.ndim
+    for i, d in enumerate(array.shape):
+        attr.dims[i] = d
+    attr.name = name.encode()[: c.RKNN_MAX_NAME_LEN - 1]
+    attr.n_elems, attr.size = array.size, array.nbytes
+    attr.size_with_stride = array.nbytes
+    attr.fmt = c.RKNN_TENSOR_NCHW if array.ndim == 4 else c.RKNN_TENSOR_UNDEFINED
+    attr.type = _TYPES[array.dtype.name]
+    attr.qnt_type = c.RKNN_TENSOR_QNT_NONE
+    mem.virt_addr, mem.fd, mem.offset = array.ctypes.data, -1, 0
+    mem.size, mem.flags = array.nbytes, c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
+    return tensor
+
+
 def _tensors(arrays: list[np.ndarray], names: list[str]) -> ctypes.Array:
-    """The arrays as a C array of rknn_custom_op_tensor: float32 NCHW for 4-D, in place."""
+    """The arrays as a C array of rknn_custom_op_tensor, in place."""
     tensors = (rknn_custom_op_tensor * len(arrays))()
-    for tensor, array, name in zip(tensors, arrays, names):
-        attr, mem = tensor.attr, tensor.mem
-        attr.n_dims = array.ndim
-        for i, d in enumerate(array.shape):
-            attr.dims[i] = d
-        attr.name = name.encode()[: c.RKNN_MAX_NAME_LEN - 1]
-        attr.n_elems, attr.size = array.size, array.nbytes
-        attr.size_with_stride = array.nbytes
-        attr.fmt = c.RKNN_TENSOR_NCHW if array.ndim == 4 else c.RKNN_TENSOR_UNDEFINED
-        attr.type = _TYPES[array.dtype.name]
-        attr.qnt_type = c.RKNN_TENSOR_QNT_NONE
-        mem.virt_addr, mem.fd, mem.offset = array.ctypes.data, -1, 0
-        mem.size, mem.flags = array.nbytes, c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
+    for k, (array, name) in enumerate(zip(arrays, names)):
+        tensors[k] = custom_op_tensor(array, name)
     return tensors
 
 

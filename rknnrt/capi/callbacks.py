@@ -1,15 +1,15 @@
-"""C callbacks of custom operators, as Python callables (the bridge the executor will call).
+"""C callbacks of custom operators, as Python callables.
 
 An `rknn_custom_op` registered from C (rknn_register_custom_ops, or a `librkcst_*.so` plugin's
 get_rknn_custom_op) holds function pointers. `CustomOpCallbacks.from_struct` turns them into
 Python callables that take the documented arguments, an `rknn_custom_op_context` and sequences
 of `rknn_custom_op_tensor`, and return the callback's int status. Tensors cross without copies:
-`tensor_of(array)` describes a numpy array in place (mem.virt_addr is its data), and a callback
+`api.custom_op_api.custom_op_tensor(array)` describes a numpy array in place, and a callback
 writes outputs straight into the arrays the executor allocated. ctypes releases the GIL around
 each call, so a callback may call back into librknnrt.so (rknn_custom_op_get_op_attr).
 
-The custom-operator runtime itself (which ops run when, attributes, -14 skipping) belongs to the
-custom-operator issue; this module only makes the C side callable.
+The custom-operator runtime itself (which ops run when, attributes, -14 skipping) is
+core/custom_ops.py with api/custom_op_api.py.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 import rknnrt as rk
 
@@ -29,34 +27,6 @@ TensorCallback = Callable[
 ]  # fmt: skip
 DestroyCallback = Callable[[rk.rknn_custom_op_context], int]
 
-_TYPES = {
-    np.dtype(np.float32): rk.RKNN_TENSOR_FLOAT32, np.dtype(np.float16): rk.RKNN_TENSOR_FLOAT16,
-    np.dtype(np.int8): rk.RKNN_TENSOR_INT8, np.dtype(np.uint8): rk.RKNN_TENSOR_UINT8,
-    np.dtype(np.int16): rk.RKNN_TENSOR_INT16, np.dtype(np.uint16): rk.RKNN_TENSOR_UINT16,
-    np.dtype(np.int32): rk.RKNN_TENSOR_INT32, np.dtype(np.uint32): rk.RKNN_TENSOR_UINT32,
-    np.dtype(np.int64): rk.RKNN_TENSOR_INT64, np.dtype(np.bool_): rk.RKNN_TENSOR_BOOL,
-}  # fmt: skip
-
-
-def tensor_of(array: np.ndarray, name: str = "") -> rk.rknn_custom_op_tensor:
-    """An rknn_custom_op_tensor describing `array` in place (C-contiguous): NCHW for 4-D,
-    UNDEFINED otherwise, as custom ops receive them. The array must outlive the call."""
-    if not array.flags.c_contiguous or array.ndim > rk.RKNN_MAX_DIMS:
-        raise ValueError("a custom op tensor must be C-contiguous with at most 16 dims")
-    tensor = rk.rknn_custom_op_tensor()
-    attr, mem = tensor.attr, tensor.mem
-    attr.n_dims = array.ndim
-    for i, d in enumerate(array.shape):
-        attr.dims[i] = d
-    attr.name = name.encode()[: rk.RKNN_MAX_NAME_LEN - 1]
-    attr.n_elems, attr.size = array.size, array.nbytes
-    attr.size_with_stride = array.nbytes
-    attr.fmt = rk.RKNN_TENSOR_NCHW if array.ndim == 4 else rk.RKNN_TENSOR_UNDEFINED
-    attr.type = _TYPES[array.dtype]
-    attr.qnt_type = rk.RKNN_TENSOR_QNT_NONE
-    mem.virt_addr, mem.fd, mem.offset = array.ctypes.data, -1, 0
-    mem.size, mem.flags = array.nbytes, rk.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
-    return tensor
 
 
 def _array(tensors: Sequence[rk.rknn_custom_op_tensor]) -> ctypes.Array:

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import rknnrt as rk
-from rknnrt.capi.callbacks import CustomOpCallbacks, tensor_of
+from rknnrt.api.custom_op_api import custom_op_tensor as tensor_of
+from rknnrt.capi.callbacks import CustomOpCallbacks
 
 from .conftest import C_DIR
 
