@@ -171,26 +171,30 @@ def cut(model: onnx.ModelProto, ops: dict[str, Any]) -> CutModel | None:
     return result_cut
 
 
-def _to_float(name: str, elem: int, qparams: dict, inits: list, nodes: list) -> str:
-    """The float32 view of a stored tensor for a custom op's input."""
-    if elem == TensorProto.INT8 and name in qparams:
-        scale, zp = qparams[name]
+def _float_side(stored: str, elem: int, qparams: dict, inits: list, nodes: list,
+                into_float: bool) -> str:  # fmt: skip
+    """The float32 tensor a custom op reads (`into_float`) or writes in place of a stored int8
+    or float16 tensor, with the conversion node between them; the stored name itself when it is
+    float32 already."""
+    floated = f"{stored}__cst_f"
+    if elem == TensorProto.INT8 and stored in qparams:
+        scale, zp = qparams[stored]
         inits += [
-            numpy_helper.from_array(np.array(scale, np.float32), f"{name}__cst__scale"),
-            numpy_helper.from_array(np.array(zp, np.int8), f"{name}__cst__zp"),
+            numpy_helper.from_array(np.array(scale, np.float32), f"{stored}__cst__scale"),
+            numpy_helper.from_array(np.array(zp, np.int8), f"{stored}__cst__zp"),
         ]
-        nodes.append(
-            helper.make_node(
-                "DequantizeLinear",
-                [name, f"{name}__cst__scale", f"{name}__cst__zp"],
-                [f"{name}__cst_f"],
-            )
-        )
-        return f"{name}__cst_f"
+        op, source, dest = ("DequantizeLinear", stored, floated) if into_float \
+            else ("QuantizeLinear", floated, stored)  # fmt: skip
+        nodes.append(helper.make_node(
+            op, [source, f"{stored}__cst__scale", f"{stored}__cst__zp"], [dest]))  # fmt: skip
+        return floated
     if elem == TensorProto.FLOAT16:
-        nodes.append(helper.make_node("Cast", [name], [f"{name}__cst_f"], to=TensorProto.FLOAT))
-        return f"{name}__cst_f"
-    return name
+        if into_float:
+            nodes.append(helper.make_node("Cast", [stored], [floated], to=TensorProto.FLOAT))
+        else:
+            nodes.append(helper.make_node("Cast", [floated], [stored], to=TensorProto.FLOAT16))
+        return floated
+    return stored
 
 
 def stitch(
@@ -212,7 +216,7 @@ def stitch(
     inits: list[onnx.TensorProto] = []
     added: list[onnx.NodeProto] = []
     for node in cut_model.nodes:
-        ins = [_to_float(i, elems.get(i, 0), qparams, inits, added) for i in node.input]
+        ins = [_float_side(i, elems.get(i, 0), qparams, inits, added, True) for i in node.input]
         outs = []
         for name in node.output:
             target = (
@@ -221,28 +225,7 @@ def stitch(
                 and any(i.name == name + _CUT for i in graph.input)
                 else name
             )
-            elem = elems.get(target, 0)
-            if elem == TensorProto.INT8 and target in qparams:
-                scale, zp = qparams[target]
-                inits += [
-                    numpy_helper.from_array(np.array(scale, np.float32), f"{target}__cst__scale"),
-                    numpy_helper.from_array(np.array(zp, np.int8), f"{target}__cst__zp"),
-                ]
-                added.append(
-                    helper.make_node(
-                        "QuantizeLinear",
-                        [f"{target}__cst_f", f"{target}__cst__scale", f"{target}__cst__zp"],
-                        [target],
-                    )
-                )
-                outs.append(f"{target}__cst_f")
-            elif elem == TensorProto.FLOAT16:
-                added.append(
-                    helper.make_node("Cast", [f"{target}__cst_f"], [target], to=TensorProto.FLOAT16)
-                )
-                outs.append(f"{target}__cst_f")
-            else:
-                outs.append(target)
+            outs.append(_float_side(target, elems.get(target, 0), qparams, inits, added, False))
         stored = helper.make_node(node.op_type, ins, outs, name=node.name, domain=CUSTOM_DOMAIN)
         stored.attribute.extend(node.attribute)
         added.append(stored)
