@@ -67,9 +67,11 @@ def test_concat_feeding_a_conv_is_split_into_partial_convs() -> None:
     assert len(parts[0].input) == 2 and parts[1].input[2] == "bias"  # bias on the last part
     x = np.random.RandomState(1).rand(1, 3, 8, 8).astype(np.float32)
     np.testing.assert_allclose(_run(split, x), _run(model, x), rtol=1e-4, atol=1e-4)
-    # quantisation keeps both partial sums and the result, no Concat tensor
+    # quantisation keeps the second part and the result, no Concat tensor; the first part is
+    # added inside the Add (the vendor's simulator leaves r6_conv unrounded, rounds r8_conv)
     q = quantize_model(model, [[x]], **QUIET)
-    assert {"a_conv", "b_conv", "y"} <= q.tensor_qparams.keys() and "cat" not in q.tensor_qparams
+    assert {"b_conv", "y"} <= q.tensor_qparams.keys()
+    assert "cat" not in q.tensor_qparams and "a_conv" not in q.tensor_qparams
     q_whole = quantize_model(model, [[x]], split_concat_convs=False, **QUIET)
     assert "cat" in q_whole.tensor_qparams and "a_conv" not in q_whole.tensor_qparams
     # a float16 layer keeps its conv whole
@@ -95,15 +97,15 @@ def test_stored_tensor_set() -> None:
     conv = lambda i, o: helper.make_node("Conv", [i, "w"], [o], kernel_shape=[1, 1])  # noqa: E731
     nodes = [
         conv("x", "c1"), helper.make_node("Relu", ["c1"], ["r1"]),  # fused: c1 not stored
-        conv("r1", "c2"), helper.make_node("HardSwish", ["c2"], ["h2"]),  # not fused
+        conv("r1", "c2"), helper.make_node("HardSwish", ["c2"], ["h2"]),  # fused too
         conv("h2", "c3"), helper.make_node("Sigmoid", ["c3"], ["s3"]),
-        helper.make_node("Mul", ["c3", "s3"], ["m3"]),  # SiLU: s3 not stored
+        helper.make_node("Mul", ["c3", "s3"], ["m3"]),  # SiLU: neither c3 nor s3 stored
         conv("m3", "c4"), helper.make_node("Add", ["m3", "c4"], ["a4"]),  # Conv+Add: no c4
         conv("x", "c5"), conv("a4", "c6"),
-        helper.make_node("Add", ["c5", "c6"], ["a6"]),  # c6 computed last fuses; c5 stays
+        helper.make_node("Add", ["c5", "c6"], ["a6"]),  # the FIRST conv input fuses: c6 stays
     ]  # fmt: skip
     stored = stored_tensors(_graph(nodes, ["x"], ["a6"], [w]))
-    assert stored == ["x", "r1", "c2", "h2", "c3", "m3", "a4", "c5", "a6"]
+    assert stored == ["x", "r1", "h2", "m3", "a4", "c6", "a6"]
 
 
 def test_sigmoid_inputs_are_bounded() -> None:
@@ -157,7 +159,23 @@ def _run_tensor(model: onnx.ModelProto, name: str, x: np.ndarray) -> np.ndarray:
     return session.run([name], {"x": x})[0]
 
 
-def test_opset9_sum_becomes_an_add_whose_inputs_stay_stored() -> None:
+def test_activations_fuse_into_convs_but_only_relu_into_adds() -> None:
+    """two_io: Add -> Sigmoid keeps the Add's output (the vendor's `mixed-rs` is rounded);
+    Add -> Relu does not (ResNet-50's r14); Gemm + Add adds inside the Gemm (`logits_mm`)."""
+    w = numpy_helper.from_array(np.ones((4, 4, 1, 1), np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]),
+             helper.make_node("Add", ["c", "x"], ["a"]),  # c adds inside the conv
+             helper.make_node("Sigmoid", ["a"], ["s"]),  # a stays stored
+             helper.make_node("Add", ["s", "x"], ["b"]),
+             helper.make_node("Relu", ["b"], ["y"])]  # b is fused
+    assert stored_tensors(_graph(nodes, ["x"], ["y"], [w])) == ["x", "a", "s", "y"]
+    fc = numpy_helper.from_array(np.ones((4, 4), np.float32), "fc")
+    gemm = [helper.make_node("Gemm", ["x", "fc"], ["g"]),
+            helper.make_node("Add", ["g", "x"], ["y"])]
+    assert stored_tensors(_graph(gemm, ["x"], ["y"], [fc])) == ["x", "y"]
+
+
+def test_opset9_sum_becomes_an_add() -> None:
     w = numpy_helper.from_array(np.random.RandomState(2).randn(4, 4, 1, 1).astype(np.float32),
                                 "w")  # fmt: skip
     nodes = [helper.make_node("Conv", ["x", "w"], ["c1"], kernel_shape=[1, 1]),
@@ -170,7 +188,9 @@ def test_opset9_sum_becomes_an_add_whose_inputs_stay_stored() -> None:
     q = quantize_model(model, [[x]], **QUIET)
     ops = {n.op_type for n in q.program.graph.node}
     assert "Sum" not in ops and "Add" in ops
-    assert {"c1", "c2"} <= q.tensor_qparams.keys()  # the vendor keeps both Sum inputs
+    # an Add like any other: the first conv input is added inside the conv (ResNet-50's r11
+    # in Sum(r11, r13) is unrounded in the vendor's simulator, r13 is rounded)
+    assert "c2" in q.tensor_qparams and "c1" not in q.tensor_qparams
     session = ort.InferenceSession(q.program.SerializeToString(),
                                    providers=["CPUExecutionProvider"])  # fmt: skip
     scale, zp = q.io_qparams["x"]
@@ -205,6 +225,7 @@ def test_wide_convs_are_tiled_along_input_channels() -> None:
     x = rng.rand(1, 520, 4, 4).astype(np.float32)
     np.testing.assert_allclose(_run(tiled, x), _run(wide, x), rtol=1e-4, atol=1e-4)
     q = quantize_model(wide, [[x]], **QUIET).tensor_qparams
-    assert {"x_split", "x_split_o1", "y_tile0_conv", "y_tile1_conv", "y"} <= q.keys()
+    assert {"x_split", "x_split_o1", "y_tile1_conv", "y"} <= q.keys()
+    assert "y_tile0_conv" not in q  # added inside the Add (ResNet-50's r144_tile0_conv)
     narrow = model_with(256)
     assert len(split_concat_conv.split_wide_convs(narrow).graph.node) == 1

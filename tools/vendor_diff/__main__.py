@@ -26,8 +26,9 @@ VENDOR_SIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor_s
 
 
 def vendor_side(model: onnx.ModelProto, calib: list, test: list, vendor_python: str,
-                algorithm: str, method: str) -> dict:  # fmt: skip
-    """The vendor's per-tensor parameters and simulator outputs (its own process and folder)."""
+                algorithm: str, method: str, values: bool = True) -> dict:  # fmt: skip
+    """The vendor's per-tensor parameters, simulator outputs and (`values`) the int8 value of
+    every tensor its simulator rounds, on the test input (its own process and folder)."""
     with tempfile.TemporaryDirectory(prefix="vendor_diff_") as work:
         onnx.save(model, os.path.join(work, "model.onnx"))
         lines = []
@@ -45,7 +46,8 @@ def vendor_side(model: onnx.ModelProto, calib: list, test: list, vendor_python: 
             np.save(tests[-1], x)
         request = {"workdir": work, "platform": "rk3588", "algorithm": algorithm,
                    "method": method, "model": os.path.join(work, "model.onnx"),
-                   "dataset": os.path.join(work, "dataset.txt"), "test_inputs": tests}  # fmt: skip
+                   "dataset": os.path.join(work, "dataset.txt"), "test_inputs": tests,
+                   "values": values}  # fmt: skip
         with open(os.path.join(work, "request.json"), "w") as f:
             json.dump(request, f)
         done = subprocess.run([vendor_python, VENDOR_SIDE, os.path.join(work, "request.json")],
@@ -80,6 +82,21 @@ def report(result: dict) -> str:
     lines = [f"tensors in both: {len(t['pairs'])}, scale (1e-4 rel) and zp agree: "
              f"{t['agreement']:.1%}; vendor only: {len(t['vendor_only'])}, rknnrt only: "
              f"{len(t['rknnrt_only'])}"]  # fmt: skip
+    if t.get("valued"):
+        lines.append(f"stored tensors bit-equal to the vendor simulator's: {t['bit_equal']} of "
+                     f"{t['valued']} (max {t['max_steps']} steps); with float32 emulation "
+                     f"instead of integer kernels: {t['bit_equal_emulated']} (max "
+                     f"{t['max_steps_emulated']} steps)")  # fmt: skip
+    if t.get("stored_by_vendor_only"):
+        lines.append(f"  rounded by the vendor, not stored by rknnrt: "
+                     f"{', '.join(t['stored_by_vendor_only'])}")  # fmt: skip
+    if t.get("stored_by_rknnrt_only"):
+        lines.append(f"  stored by rknnrt, unrounded (fused) in the vendor's simulator: "
+                     f"{', '.join(t['stored_by_rknnrt_only'])}")  # fmt: skip
+    for name, p in t["pairs"].items():
+        if p.get("equal", 1.0) < 1.0:
+            lines.append(f"  {name:24s} values equal {p['equal']:.2%}, max {p['max_steps']} "
+                         "steps")  # fmt: skip
     for name, p in t["pairs"].items():
         if not p["agree"]:
             lines.append(f"  {name:24s} rknnrt {p['rknnrt'][0]:.6g}/{p['rknnrt'][1]:4d}  "
@@ -91,7 +108,8 @@ def report(result: dict) -> str:
         lines.append(f"  rknnrt only: {', '.join(t['rknnrt_only'])}")
     lines.append("IO attributes (rknnrt | vendor):")
     for name, sides in result["io"].items():
-        lines.append(f"  {name:12s} {sides['rknnrt']} | {sides['vendor']}")
+        vendor = {k: v for k, v in (sides["vendor"] or {}).items() if k not in ("q", "shape")}
+        lines.append(f"  {name:12s} {sides['rknnrt']} | {vendor}")
     for o in result["outputs"]:
         extra = (f", within one step {o['within_one']:.2%}, max {o['max_steps']} steps"
                  if "max_steps" in o else "")  # fmt: skip

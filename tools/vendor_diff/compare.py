@@ -7,9 +7,11 @@ without the vendor package.
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import os
 import tempfile
+import zlib
 
 import numpy as np
 import onnx
@@ -42,6 +44,10 @@ def rknnrt_side(model: onnx.ModelProto, calib: list[list[np.ndarray]], test: lis
                                per_channel=method == "channel", progress=lambda d, t: None,
                                **options)  # fmt: skip
     tensors = {n: {"scale": s, "zp": z} for n, (s, z) in quantized.tensor_qparams.items()}
+    for name, q in stored_values(quantized, test).items():
+        tensors[name]["q"] = q
+    for name, q in stored_values(quantized, test, emulate=True).items():
+        tensors[name]["q_emulated"] = q
     rknn = RKNN()
     rknn.config(target_platform="rk3588", quantized_algorithm=algorithm,
                 quantized_method=method)  # fmt: skip
@@ -59,6 +65,47 @@ def rknnrt_side(model: onnx.ModelProto, calib: list[list[np.ndarray]], test: lis
         io = _io_attrs(path)
         runtime.release()
     return {"tensors": tensors, "io": io, "outputs": [o.ravel().tolist() for o in outs]}
+
+
+def stored_values(quantized, test: list[np.ndarray],
+                  emulate: bool = False) -> dict[str, np.ndarray]:  # fmt: skip
+    """The int8 value of every tensor rknnrt stores, on the test input: the QDQ program run
+    with its quantised tensors exposed (onnxruntime, the runtime's exact-integer setting).
+    `emulate`: graph optimisation off, so every op runs in float32 between its DequantizeLinear
+    and QuantizeLinear, as the vendor's simulator computes (not what the runtime runs)."""
+    import onnxruntime as ort
+
+    program = onnx.ModelProto()
+    program.CopyFrom(quantized.program)
+    produced = {out for node in program.graph.node for out in node.output}
+    exposed = {}
+    for name in quantized.tensor_qparams:
+        for candidate in (f"{name}__q", name):
+            if candidate in produced:
+                exposed[name] = candidate
+                break
+    known = {o.name for o in program.graph.output}
+    program.graph.output.extend(onnx.helper.make_empty_tensor_value_info(t)
+                                for t in exposed.values() if t not in known)  # fmt: skip
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.add_session_config_entry("session.x64quantprecision", "1")
+    if emulate:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(program.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])  # fmt: skip
+    feed = {}
+    for vi, x in zip(program.graph.input, test):
+        scale, zp = quantized.io_qparams[vi.name]
+        feed[vi.name] = np.clip(np.round(x / scale) + zp, -128, 127).astype(np.int8)
+    values = session.run(list(exposed.values()), feed)
+    out = {}
+    for name, v in zip(exposed, values):
+        if v.dtype == np.uint8:  # stored as uint8 on the same grid, zp + 128 (qdq.py)
+            v = (v.astype(np.int16) - 128).astype(np.int8)
+        if v.dtype == np.int8:
+            out[name] = v
+    return out
 
 
 def _io_attrs(path: str) -> dict:
@@ -79,28 +126,63 @@ def _io_attrs(path: str) -> dict:
     return io
 
 
+def _base_name(vname: str, known: dict | set) -> str:
+    name = vname
+    for suffix in VENDOR_SUFFIXES:
+        if name not in known and name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name
+
+
+def _vendor_q(v: dict) -> np.ndarray:
+    raw = zlib.decompress(base64.b64decode(v["q"]))
+    return np.frombuffer(raw, np.int8).reshape(v["shape"])
+
+
 def match(rknnrt_tensors: dict, vendor_tensors: dict) -> dict:
-    """Pair tensors by name (vendor renames undone); per-pair agreement."""
+    """Pair tensors by name (vendor renames undone); per-pair agreement of the parameters; the
+    set of tensors each stores (the vendor's: those its simulator rounds to their grid); and,
+    where the vendor's int8 values were recorded, how many elements are equal."""
     pairs, vendor_only = {}, []
+    fused_by_vendor, fused_by_rknnrt = [], []
     for vname, v in vendor_tensors.items():
         if "scale" not in v:
             continue
-        name = vname
-        for suffix in VENDOR_SUFFIXES:
-            if name not in rknnrt_tensors and name.endswith(suffix):
-                name = name[: -len(suffix)]
+        name = _base_name(vname, rknnrt_tensors)
+        if "rounded" in v:
+            if v["rounded"] and name not in rknnrt_tensors and not vname.endswith(
+                    ("_int8", "-rs", "_rs", "_sw", "_mp")):  # fmt: skip
+                fused_by_rknnrt.append(vname)
+            elif not v["rounded"] and name in rknnrt_tensors:
+                fused_by_vendor.append(vname)
         if name in rknnrt_tensors and name not in pairs:
             r = rknnrt_tensors[name]
             rel = abs(r["scale"] - v["scale"]) / v["scale"]
             pairs[name] = {"vendor_name": vname, "rknnrt": [r["scale"], r["zp"]],
                            "vendor": [v["scale"], v["zp"]], "scale_rel": rel,
                            "agree": rel <= 1e-4 and r["zp"] == v["zp"]}  # fmt: skip
+            if "q" in v and "q" in r and v.get("rounded"):
+                a = _vendor_q(v).astype(np.int16).ravel()
+                for key, suffix in (("q", ""), ("q_emulated", "_emulated")):
+                    b = np.asarray(r.get(key, []), np.int16).ravel()
+                    if a.size == b.size:
+                        steps = np.abs(a - b)
+                        pairs[name][f"equal{suffix}"] = float(np.mean(steps == 0))
+                        pairs[name][f"max_steps{suffix}"] = int(steps.max())
         elif name not in pairs:
             vendor_only.append(vname)
     rknnrt_only = sorted(set(rknnrt_tensors) - set(pairs))
     agree = sum(p["agree"] for p in pairs.values())
+    valued = [p for p in pairs.values() if "equal" in p]
     return {"pairs": pairs, "vendor_only": sorted(vendor_only), "rknnrt_only": rknnrt_only,
-            "agreement": agree / max(len(pairs), 1)}  # fmt: skip
+            "agreement": agree / max(len(pairs), 1),
+            "stored_by_vendor_only": sorted(fused_by_rknnrt),
+            "stored_by_rknnrt_only": sorted(fused_by_vendor),
+            "valued": len(valued), "bit_equal": sum(p["equal"] == 1.0 for p in valued),
+            "max_steps": max((p["max_steps"] for p in valued), default=0),
+            "bit_equal_emulated": sum(p.get("equal_emulated") == 1.0 for p in valued),
+            "max_steps_emulated": max((p.get("max_steps_emulated", 0) for p in valued),
+                                      default=0)}  # fmt: skip
 
 
 def output_steps(ours: list, vendor: list, vendor_tensors: dict, names: list[str]) -> list[dict]:

@@ -7,9 +7,10 @@ fire module's expand Concat has no int8 tensor in the vendor's config while `r21
 Concat before the head conv becomes `conv64_conv`, `resize71_conv`, ... and the partial sums
 `conv64_conv_add`, `conv64_conv_add_add`. The bias goes with the LAST part: with it on the
 first, SqueezeNet's partial-conv scales differed from the vendor's by 0.1-0.9%; on the last,
-all 43 shared tensors agree within 1e-4. The Adds this pass makes are marked (SPLIT_MARK in
-their names) so that quantisation keeps every partial conv output, as the vendor does. Applied
-to int8 builds only (quantize_model), before calibration.
+all 43 shared tensors agree within 1e-4. Each Add takes the running sum first and the next
+part second, as the vendor's `conv64_conv_add` chain does; quantisation then fuses the first
+part into the first Add, as the vendor's simulator does (graph.conv_add_fusions). Applied to
+int8 builds only (quantize_model), before calibration.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ SPLIT_MARK = "__concat_split"
 # ocr_det_like: Conv, Resize). It did NOT split any of yolov5s_like's three Concat -> Conv
 # pairs, each of which has a SiLU Mul or a MaxPool input: such Concats are kept.
 _SPLIT_PRODUCERS = frozenset({"Conv", "Relu", "Clip", "Resize", "Upsample"})
+# The vendor splits only convs with few output channels. Measured (rknn-toolkit2 2.5.0's
+# accuracy_analysis on Concat(Relu(Conv), Relu(Conv)) -> 1x1 Conv, C_in x C_out): split at
+# 512x128, 1024x64, 1024x128, 2048x64 and in every SqueezeNet fire module (C_out 16..64); not
+# split at 512x256, 512x512, 64/128/256x1000 nor SqueezeNet's final 512x1000 conv10.
+MAX_SPLIT_OUT_CHANNELS = 128
 
 
 def _attr(node: onnx.NodeProto, name: str, default):
@@ -72,6 +78,8 @@ def run(model: onnx.ModelProto, keep: frozenset[str] = frozenset()) -> onnx.Mode
         widths = [_channels(out, name) for name in node.input]
         weight = numpy_helper.to_array(inits[conv.input[1]])
         if None in widths or sum(widths) != weight.shape[1]:
+            continue
+        if weight.shape[0] > MAX_SPLIT_OUT_CHANNELS:
             continue
         bias = conv.input[2] if len(conv.input) > 2 and conv.input[2] else None
         parts, start = [], 0

@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 
 from ..errors import ConversionError
-from ..passes import split_concat_conv
+from ..passes import split_concat_conv, vendor_rewrites
 from .calibrate import ALGORITHMS, QParams, _Histogram, _progress, asymmetric, calibrate
 from .dataset import at_shape_sets
 from .dtypes import QUANTIZED_DTYPES, check_dtype
@@ -72,13 +72,15 @@ def quantize_model(
     (dataset.at_shape_sets); `symmetric_weights`: rknnrt's former +-127 weights instead of the
     vendor's asymmetric ones (rules.weight_qparams); `split_concat_convs=False`: keep a
     Conv reading a Concat, and a wide Conv, whole (rknnrt's former graph;
-    passes.split_concat_conv)."""
+    passes.split_concat_conv) and skip the vendor's other rewrites (passes.vendor_rewrites)."""
     if algorithm not in ALGORITHMS:
         raise ConversionError(f"quantized_algorithm '{algorithm}' is not one of {ALGORITHMS}")
     model = sums_as_adds(at_least_opset(model, 13))  # per-axis QDQ needs opset 13
     if split_concat_convs:
         model = split_concat_conv.run(model, keep=frozenset(float_layers))
         model = split_concat_conv.split_wide_convs(model, keep=frozenset(float_layers))
+        for rewrite in vendor_rewrites.ALL:
+            model = rewrite(model)
     names = {node.name for node in model.graph.node}
     unknown = sorted(set(float_layers) - names)
     if unknown:
