@@ -23,6 +23,7 @@ DATA = os.path.join(os.path.dirname(__file__), "data")
 # fixture: (tensor agreement, min output cosine vs vendor, min fraction within one step,
 # stored tensors NOT bit-equal to the simulator's (each within one step: a rounding tie))
 FLOORS = {
+    "avgpool_unit": (1.0, 0.99999, 1.0, 0),
     "sigmoid_range": (1.0, 0.99999, 1.0, 0),
     "light_squeezenet": (1.0, 0.9999, None, None),
     "yolov5s_like": (1.0, 0.99999, 1.0, 0),
@@ -59,6 +60,10 @@ def test_agreement_with_the_recorded_vendor_build(name) -> None:
         assert tensors["valued"] == len(tensors["pairs"])  # every shared tensor compared
         assert tensors["valued"] - tensors["bit_equal"] <= not_equal, tensors
         assert tensors["max_steps"] <= 1
+        # each op from the vendor's own inputs: at most a tie away
+        assert tensors["valued_single"] >= tensors["valued"] - len(model.graph.input) - len(
+            model.graph.output)  # fmt: skip
+        assert tensors["max_steps_single"] <= 1
     for out in result["outputs"]:
         assert out["cosine"] >= min_cos, out
         if min_within is not None:
@@ -86,3 +91,27 @@ def test_matching_undoes_the_vendor_renames() -> None:
     assert result["pairs"]["out"]["vendor_name"] == "out_int8" and result["pairs"]["out"]["agree"]
     assert not result["pairs"]["b"]["agree"] and result["pairs"]["b"]["scale_rel"] > 0.09
     assert result["vendor_only"] == ["a_mp"] and result["agreement"] == pytest.approx(2 / 3)
+
+
+def test_single_layer_values_read_the_vendors_inputs() -> None:
+    """Changing the vendor's recorded r1 (what `res` = r1 + conv(r1) reads) changes rknnrt's
+    single-layer `res` and nothing in its own chain of values."""
+    import base64
+    import zlib
+
+    import numpy as np
+
+    model = FIXTURES["two_io"]()
+    with open(os.path.join(DATA, "vendor_two_io.json")) as f:
+        record = json.load(f)
+    names = [o.name for o in model.graph.output]
+    data = samples(model, SAMPLES + 1, SEED)
+    vendor = expand(record["vendor"], names)
+    r1 = vendor["tensors"]["r1"]
+    q = np.frombuffer(zlib.decompress(base64.b64decode(r1["q"])), np.int8).reshape(r1["shape"])
+    moved = np.clip(q.astype(np.int16) + 20, -128, 127).astype(np.int8)
+    r1["q"] = base64.b64encode(zlib.compress(moved.tobytes())).decode()
+    pairs = diff(model, vendor, data[:-1], data[-1])["tensors"]["pairs"]
+    assert pairs["res"]["equal"] == 1.0  # rknnrt's own chain still equals the vendor's res
+    assert pairs["res"]["equal_single"] < 0.5  # computed from the moved r1
+    assert pairs["r1"]["equal"] < 0.5

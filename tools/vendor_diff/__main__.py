@@ -20,7 +20,7 @@ import tempfile
 import numpy as np
 import onnx
 
-from .compare import match, output_steps, rknnrt_side, samples
+from .compare import match, output_steps, rknnrt_side, samples, single_layer_values, vendor_values
 
 VENDOR_SIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor_side.py")
 
@@ -62,6 +62,9 @@ def vendor_side(model: onnx.ModelProto, calib: list, test: list, vendor_python: 
 def diff(model: onnx.ModelProto, vendor: dict, calib: list, test: list,
          algorithm: str = "normal", method: str = "channel", **options) -> dict:  # fmt: skip
     ours = rknnrt_side(model, calib, test, algorithm, method, **options)
+    recorded = vendor_values(ours["tensors"], vendor["tensors"])
+    for name, q in single_layer_values(ours["quantized"], test, recorded).items():
+        ours["tensors"][name]["q_single"] = q
     names = [o.name for o in model.graph.output]
     vendor_outputs = vendor["outputs"]
     return {
@@ -87,6 +90,9 @@ def report(result: dict) -> str:
                      f"{t['valued']} (max {t['max_steps']} steps); with float32 emulation "
                      f"instead of integer kernels: {t['bit_equal_emulated']} (max "
                      f"{t['max_steps_emulated']} steps)")  # fmt: skip
+        lines.append(f"each computed from the vendor's own int8 inputs (single layer): "
+                     f"{t['bit_equal_single']} of {t['valued_single']} bit-equal, max "
+                     f"{t['max_steps_single']} steps")  # fmt: skip
     if t.get("stored_by_vendor_only"):
         lines.append(f"  rounded by the vendor, not stored by rknnrt: "
                      f"{', '.join(t['stored_by_vendor_only'])}")  # fmt: skip

@@ -64,7 +64,8 @@ def rknnrt_side(model: onnx.ModelProto, calib: list[list[np.ndarray]], test: lis
         outs = runtime.inference(test, data_format="nchw")
         io = _io_attrs(path)
         runtime.release()
-    return {"tensors": tensors, "io": io, "outputs": [o.ravel().tolist() for o in outs]}
+    return {"tensors": tensors, "io": io, "outputs": [o.ravel().tolist() for o in outs],
+            "quantized": quantized}  # fmt: skip
 
 
 def stored_values(quantized, test: list[np.ndarray],
@@ -73,8 +74,6 @@ def stored_values(quantized, test: list[np.ndarray],
     with its quantised tensors exposed (onnxruntime, the runtime's exact-integer setting).
     `emulate`: graph optimisation off, so every op runs in float32 between its DequantizeLinear
     and QuantizeLinear, as the vendor's simulator computes (not what the runtime runs)."""
-    import onnxruntime as ort
-
     program = onnx.ModelProto()
     program.CopyFrom(quantized.program)
     produced = {out for node in program.graph.node for out in node.output}
@@ -84,6 +83,33 @@ def stored_values(quantized, test: list[np.ndarray],
             if candidate in produced:
                 exposed[name] = candidate
                 break
+    return _run(program, quantized, test, exposed, {}, emulate)
+
+
+def single_layer_values(quantized, test: list[np.ndarray],
+                        vendor_q: dict[str, np.ndarray]) -> dict[str, np.ndarray]:  # fmt: skip
+    """Each tensor rknnrt stores, computed from the vendor simulator's own int8 values of
+    the tensors it reads (every stored tensor with a recorded vendor value is fed in place of
+    rknnrt's): only that op's own difference remains, none carried from earlier layers."""
+    program = onnx.ModelProto()
+    program.CopyFrom(quantized.program)
+    exposed, fed = {}, {}
+    for node in program.graph.node:
+        base = node.output[0][: -len("__q")] if node.output[0].endswith("__q") else None
+        if node.op_type != "QuantizeLinear" or base not in vendor_q:
+            continue
+        node.output[0] = f"{base}__q_own"
+        exposed[base] = f"{base}__q_own"
+        program.graph.input.append(onnx.helper.make_tensor_value_info(
+            f"{base}__q", onnx.TensorProto.UINT8, list(vendor_q[base].shape)))  # fmt: skip
+        fed[f"{base}__q"] = (vendor_q[base].astype(np.int16) + 128).astype(np.uint8)
+    return _run(program, quantized, test, exposed, fed, False) if exposed else {}
+
+
+def _run(program: onnx.ModelProto, quantized, test: list[np.ndarray], exposed: dict,
+         fed: dict, emulate: bool) -> dict[str, np.ndarray]:  # fmt: skip
+    import onnxruntime as ort
+
     known = {o.name for o in program.graph.output}
     program.graph.output.extend(onnx.helper.make_empty_tensor_value_info(t)
                                 for t in exposed.values() if t not in known)  # fmt: skip
@@ -94,8 +120,8 @@ def stored_values(quantized, test: list[np.ndarray],
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(program.SerializeToString(), options,
                                    providers=["CPUExecutionProvider"])  # fmt: skip
-    feed = {}
-    for vi, x in zip(program.graph.input, test):
+    feed = dict(fed)
+    for vi, x in zip(quantized.program.graph.input, test):
         scale, zp = quantized.io_qparams[vi.name]
         feed[vi.name] = np.clip(np.round(x / scale) + zp, -128, 127).astype(np.int8)
     values = session.run(list(exposed.values()), feed)
@@ -134,6 +160,18 @@ def _base_name(vname: str, known: dict | set) -> str:
     return name
 
 
+def vendor_values(rknnrt_tensors: dict, vendor_tensors: dict) -> dict[str, np.ndarray]:
+    """The vendor's recorded int8 values, by rknnrt's tensor names and in rknnrt's shapes."""
+    out = {}
+    for vname, v in vendor_tensors.items():
+        name = _base_name(vname, rknnrt_tensors)
+        if name in rknnrt_tensors and "q" in v and v.get("rounded") and name not in out:
+            q, ours = _vendor_q(v), rknnrt_tensors[name].get("q")
+            if ours is not None and q.size == ours.size:  # the vendor dumps 2-D tensors 4-D
+                out[name] = q.reshape(ours.shape)
+    return out
+
+
 def _vendor_q(v: dict) -> np.ndarray:
     raw = zlib.decompress(base64.b64decode(v["q"]))
     return np.frombuffer(raw, np.int8).reshape(v["shape"])
@@ -163,7 +201,8 @@ def match(rknnrt_tensors: dict, vendor_tensors: dict) -> dict:
                            "agree": rel <= 1e-4 and r["zp"] == v["zp"]}  # fmt: skip
             if "q" in v and "q" in r and v.get("rounded"):
                 a = _vendor_q(v).astype(np.int16).ravel()
-                for key, suffix in (("q", ""), ("q_emulated", "_emulated")):
+                for key, suffix in (("q", ""), ("q_emulated", "_emulated"),
+                                    ("q_single", "_single")):  # fmt: skip
                     b = np.asarray(r.get(key, []), np.int16).ravel()
                     if a.size == b.size:
                         steps = np.abs(a - b)
@@ -181,6 +220,9 @@ def match(rknnrt_tensors: dict, vendor_tensors: dict) -> dict:
             "valued": len(valued), "bit_equal": sum(p["equal"] == 1.0 for p in valued),
             "max_steps": max((p["max_steps"] for p in valued), default=0),
             "bit_equal_emulated": sum(p.get("equal_emulated") == 1.0 for p in valued),
+            "bit_equal_single": sum(p.get("equal_single") == 1.0 for p in valued),
+            "valued_single": sum("equal_single" in p for p in valued),
+            "max_steps_single": max((p.get("max_steps_single", 0) for p in valued), default=0),
             "max_steps_emulated": max((p.get("max_steps_emulated", 0) for p in valued),
                                       default=0)}  # fmt: skip
 

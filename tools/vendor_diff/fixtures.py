@@ -34,7 +34,34 @@ def sigmoid_range() -> onnx.ModelProto:
     return onnx.shape_inference.infer_shapes(model)
 
 
+def avgpool_unit() -> onnx.ModelProto:
+    """A ShuffleNet-like unit: Conv+Relu, then a 3x3 stride-2 AveragePool (count_include_pad 0,
+    borders averaging 4 or 6 values) beside a strided conv, Concat, Relu, 1x1 Conv."""
+    rng = np.random.RandomState(1)
+    conv = helper.make_node
+    nodes = [conv("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1] * 4),
+             conv("Relu", ["c1"], ["r1"]),
+             conv("AveragePool", ["r1"], ["p"], kernel_shape=[3, 3], strides=[2, 2],
+                  pads=[1] * 4),
+             conv("Conv", ["r1", "w2"], ["c2"], kernel_shape=[3, 3], strides=[2, 2],
+                  pads=[1] * 4),
+             conv("Concat", ["c2", "p"], ["cat"], axis=1),
+             conv("Relu", ["cat"], ["r2"]),
+             conv("Conv", ["r2", "w3"], ["y"], kernel_shape=[1, 1])]  # fmt: skip
+    inits = {"w1": rng.randn(8, 3, 3, 3) * 0.4, "b1": rng.randn(8) * 0.1,
+             "w2": rng.randn(8, 8, 3, 3) * 0.15, "w3": rng.randn(4, 16, 1, 1) * 0.3}  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "avgpool_unit",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    return onnx.shape_inference.infer_shapes(model)
+
+
 FIXTURES = {
+    "avgpool_unit": avgpool_unit,  # non-global AveragePool, Concat -> Relu
     "sigmoid_range": sigmoid_range,
     "yolov5s_like": yolov5s_like,  # Conv/SiLU, Concat, MaxPool (SPPF), Resize, Sigmoid head
     "ocr_det_like": ocr_det_like,  # Resize-heavy FPN, HardSwish, Add, Sigmoid

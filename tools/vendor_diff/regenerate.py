@@ -1,7 +1,7 @@
 """Regenerate tests/quant/data/vendor_*.json: the vendor's side of the differential measurement
 for the small fixture models (needs the vendor's toolkit in its own environment).
 
-usage: PYTHONPATH=. python -m tools.vendor_diff.regenerate /work/vendor_env/bin/python
+usage: PYTHONPATH=. python -m tools.vendor_diff.regenerate /work/vendor_env/bin/python [NAME ...]
 """
 
 from __future__ import annotations
@@ -47,9 +47,11 @@ def expand(vendor: dict, names: list[str]) -> dict:
     return {"tensors": vendor["tensors"], "outputs": outs}
 
 
-def main(vendor_python: str) -> None:
+def main(vendor_python: str, only: list[str] | None = None) -> None:
     os.makedirs(OUT, exist_ok=True)
     for name, make in FIXTURES.items():
+        if only and name not in only:
+            continue
         model = make()
         data = samples(model, SAMPLES + 1, SEED)
         names = [o.name for o in model.graph.output]
@@ -71,4 +73,4 @@ def main(vendor_python: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])
