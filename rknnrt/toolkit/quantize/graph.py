@@ -25,11 +25,12 @@ SPLIT_KEEPS_INPUT_QUANT = KEEP_INPUT_QUANT | {"Split"}
 # A two-input opset-9 Sum is the vendor's Add (issue 15 cause 5; ShuffleNet's residuals).
 _FUSES_ACTIVATION = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sum"})
 # Activations computed inside the producing op on its unrounded result: the tensor between is
-# never stored. Measured with the vendor's simulator (accuracy_analysis dumps, tools/vendor_diff
-# --simulated): conv3 before hardswish5 (ocr_det_like), before leakyrelu5 (op_zoo) and 'c'
-# before a Sigmoid (sigmoid_range) are float there, not on their int8 grid, although the
-# quantisation config lists a scale for them; with them fused every ocr_det_like tensor is
-# bit-equal to the simulator's (before: 78% of hardswish5 equal, max 19 steps at the output).
+# never stored. Measured with the vendor's simulator (the accuracy_analysis dumps that
+# tools/vendor_diff records): conv3 before hardswish5 (ocr_det_like), before leakyrelu5
+# (op_zoo), 'c' before a Sigmoid (sigmoid_range) are float there, not on their int8 grid,
+# although the quantisation config lists a scale for them; with them fused every ocr_det_like
+# tensor is bit-equal to the simulator's (before: 78% of hardswish5 equal, max 19 steps at the
+# output).
 # Only Relu and Clip fuse into an Add: two_io's Add before its final Sigmoid is rounded
 # (`mixed-rs`), ResNet-50's Add before Relu is not (r14).
 _ACTIVATIONS = frozenset({"Relu", "Clip", "HardSwish", "LeakyRelu", "Sigmoid"})
