@@ -185,10 +185,12 @@ def _conv(b: GraphBuilder, n: Node) -> str:
         if depthwise:
             w16 = w16.reshape(ic, 1, kh, kw)
         weight = b.add("Cast", [b.weight(w16, "w")], "wf", to=TensorProto.FLOAT)
-        bf = m.const(bias, "<f4") if bias is not None else np.zeros(oc, np.float32)
-        if bf.size < (ic if depthwise else oc):
+        channels = ic if depthwise else oc
+        # (the compiler's depthwise convs for AveragePools come without a bias)
+        bf = m.const(bias, "<f4") if bias is not None else np.zeros(channels, np.float32)
+        if bf.size < channels:
             raise VendorFormatError(f"vendor .rknn model: the bias of '{n.name}' is too short")
-        bf = bf[: ic if depthwise else oc]
+        bf = bf[:channels]
     elif w.dtype == "int8":
         if bias is None:  # the scales are recovered from the bias blob
             raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' without a bias blob")

@@ -1,0 +1,101 @@
+"""Issue 14 follow-ups: weights stored as several input-channel tiles (SqueezeNet's fire6/7),
+AveragePool and LRN (ShuffleNet, Inception v1), and the identity conv the compiler puts before
+an input's first CPU op. Checked against the fixtures' simulator outputs and their original
+ONNX models (make_fixtures.make_onnx; no vendor toolkit needed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import numpy_helper
+
+from rknnrt.lite import RKNNLite
+from rknnrt.model.vendor_rknn import fileformat, weights, window_ops
+
+from .make_fixtures import make_onnx
+from .vendor_data import FIXTURES, REPORTED, model_bytes, reference
+
+PLATFORMS = ("rk3588", "rk3566", "rk3576")
+
+
+def _outputs(stem: str) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    ref = reference(stem)
+    lite = RKNNLite()
+    assert lite.load_rknn(str(FIXTURES / f"{stem}.rknn")) == 0
+    assert lite.init_runtime() == 0
+    runs = [lite.inference(inputs=[ref["in0"][s]], data_format=["nchw"])
+            for s in range(ref["in0"].shape[0])]  # fmt: skip
+    lite.release()
+    outs = [np.stack([np.asarray(r[k], np.float64) for r in runs]) for k in range(len(runs[0]))]
+    return outs, ref
+
+
+def _int8_steps(stem: str) -> list[np.ndarray]:
+    """Per output: rknnrt's int8 codes minus the simulator's."""
+    outs, ref = _outputs(stem)
+    rep = REPORTED[stem]
+    steps = []
+    for k, name in enumerate(rep["outputs"]):
+        scale = rep["io_quant"][name]["scale"]
+        want = ref[f"out{k}"].astype(np.float64).reshape(outs[k].shape)
+        steps.append(np.round(outs[k] / scale) - np.round(want / scale))
+    return steps
+
+
+def _node(m: fileformat.VendorModel, op_type: str, k: int = 0) -> fileformat.Node:
+    return [n for n in m.nodes if n.op_type == op_type][k]
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_average_pool_int8_is_bit_exact(platform: str) -> None:
+    """The pools' window sums in row-major float32 order reproduce the simulator's int8 ties
+    (onnxruntime's AveragePool gives 98.2% of y1 equal); the model's input reaches the first
+    (CPU) pool through the compiler's identity conv, whose bias blob has no scale groups."""
+    for diff in _int8_steps(f"avgpool_{platform}_i8"):
+        assert not diff.any(), (platform, int(np.abs(diff).max()), float(np.mean(diff != 0)))
+
+
+@pytest.mark.parametrize("dtype", ["i8", "fp16"])
+def test_average_pool_attributes_come_from_the_file(dtype: str) -> None:
+    m = fileformat.parse(memoryview(model_bytes(f"avgpool_rk3588_{dtype}")))
+    first, second, third = (window_ops.pool_attrs(_node(m, "AveragePool", k)) for k in range(3))
+    assert first == dict(ceil_mode=0, count_include_pad=0, kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1], strides=[2, 2])  # fmt: skip
+    assert second["kernel_shape"] == [4, 4] and second["pads"] == [0, 0, 1, 1]
+    assert third["count_include_pad"] == 1 and third["pads"] == [1, 1, 1, 1]
+
+
+def test_lrn_attributes_come_from_the_file_and_default_like_onnx() -> None:
+    """make_fixtures' m_lrn: size 3, alpha 0.2, beta 0.6, bias 1.5, then ONNX's defaults with
+    size 5 (the file omits fields equal to the defaults)."""
+    for dtype in ("i8", "fp16"):
+        m = fileformat.parse(memoryview(model_bytes(f"lrn_rk3576_{dtype}")))
+        first, second = (window_ops.lrn_attrs(_node(m, "LRN", k)) for k in range(2))
+        assert first == pytest.approx(dict(size=3, alpha=0.2, beta=0.6, bias=1.5))
+        assert second == pytest.approx(dict(size=5, alpha=1e-4, beta=0.75, bias=1.0))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_lrn_int8_agrees_with_the_simulator(platform: str) -> None:
+    (diff,) = _int8_steps(f"lrn_{platform}_i8")
+    assert np.abs(diff).max() <= 1 and np.mean(diff == 0) >= 0.99, platform
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_weights_split_into_input_channel_tiles_unpack_to_the_original(platform: str) -> None:
+    """fire's conv 48->64 is stored as two tiles per output block (32 + 16 input channels,
+    interleaved per OC1 step) everywhere but rk3566 float16; its float16 weights equal the
+    ONNX model's rounded to float16."""
+    original = {i.name: numpy_helper.to_array(i) for i in make_onnx("fire").graph.initializer}
+    m = fileformat.parse(memoryview(model_bytes(f"fire_{platform}_fp16")))
+    w = next(t for t in m.tensors if t.name == "c2_w")
+    got = weights.unpack(m.data(w), "float16", w.native_shape, *w.shape, w.name)
+    np.testing.assert_array_equal(got, original["c2_w"].astype(np.float16))
+    if platform != "rk3566":
+        assert len(w.native_shape) == 12 and w.native_shape[0] > 1  # two tiles, OC1 > 1
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_fire_int8_is_bit_exact(platform: str) -> None:
+    for diff in _int8_steps(f"fire_{platform}_i8"):
+        assert not diff.any(), platform
