@@ -10,7 +10,8 @@ import pytest
 from onnx import numpy_helper
 
 from rknnrt.lite import RKNNLite
-from rknnrt.model.vendor_rknn import fileformat, weights, window_ops
+from rknnrt.model.vendor_rknn import fileformat, rebuild, weights, window_ops
+from rknnrt.model.vendor_rknn.flatbuf import VendorFormatError
 
 from .make_fixtures import make_onnx
 from .vendor_data import FIXTURES, REPORTED, model_bytes, reference
@@ -99,3 +100,34 @@ def test_weights_split_into_input_channel_tiles_unpack_to_the_original(platform:
 def test_fire_int8_is_bit_exact(platform: str) -> None:
     for diff in _int8_steps(f"fire_{platform}_i8"):
         assert not diff.any(), platform
+
+
+def test_pool_output_shape_that_does_not_fit_is_refused() -> None:
+    m = fileformat.parse(memoryview(model_bytes("avgpool_rk3588_fp16")))
+    pool = _node(m, "AveragePool")
+    m.tensors[pool.outputs[0]].shape = [1, 8, 6, 6]  # 13x13, 3x3 stride 2 pad 1 gives 7x7
+    with pytest.raises(VendorFormatError, match="AveragePool .* does not fit"):
+        rebuild.rebuild(m)
+
+
+class _Attrs:
+    """A node attribute table with given scalar values (slot -> value)."""
+
+    def __init__(self, values: dict[int, float]) -> None:
+        self.values = values
+
+    def scalar(self, slot: int, fmt: str, default: float = 0) -> float:
+        return self.values.get(slot, default)
+
+    def string(self, slot: int) -> None:
+        return None
+
+    def ints(self, slot: int) -> None:
+        return None
+
+
+@pytest.mark.parametrize("values", [{3: 0}, {3: 5, 2: -1.0}, {}])
+def test_invalid_lrn_attributes_are_refused(values: dict[int, float]) -> None:
+    node = fileformat.Node(1, "LRN", "LRN:n1", 0, [0], [1], 31, _Attrs(values))  # type: ignore[arg-type]
+    with pytest.raises(VendorFormatError, match="LRN 'LRN:n1' has invalid attributes"):
+        window_ops.lrn_attrs(node)
