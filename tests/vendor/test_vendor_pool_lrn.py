@@ -131,3 +131,54 @@ def test_invalid_lrn_attributes_are_refused(values: dict[int, float]) -> None:
     node = fileformat.Node(1, "LRN", "LRN:n1", 0, [0], [1], 31, _Attrs(values))  # type: ignore[arg-type]
     with pytest.raises(VendorFormatError, match="LRN 'LRN:n1' has invalid attributes"):
         window_ops.lrn_attrs(node)
+
+
+class _PoolAttrs(_Attrs):
+    def __init__(self, values: dict[int, float], lists: dict[int, list[int]]) -> None:
+        super().__init__(values)
+        self.lists = lists
+
+    def ints(self, slot: int) -> list[int] | None:  # type: ignore[override]
+        return self.lists.get(slot)
+
+
+@pytest.mark.parametrize(
+    ("size", "kernel", "strides", "pads", "ceil", "count_pad"),
+    [
+        (13, [3, 3], [2, 2], [1, 1, 1, 1], 0, 0),  # ShuffleNet
+        (6, [7, 7], [1, 1], [0, 0, 1, 1], 0, 0),  # Inception v1's head
+        (8, [3, 3], [2, 2], [1, 1, 0, 0], 1, 0),  # ceil_mode: the last window overhangs
+        (9, [2, 3], [2, 1], [0, 1, 1, 1], 1, 1),
+        (7, [3, 3], [1, 1], [1, 1, 1, 1], 0, 1),
+    ],
+)
+def test_average_pool_rebuild_computes_onnx_average_pool(size, kernel, strides, pads, ceil,
+                                                         count_pad) -> None:  # fmt: skip
+    """The sliced form equals onnxruntime's AveragePool up to float rounding (its summation
+    order is what differs), including ceil_mode overhangs and count_include_pad."""
+    import onnxruntime as ort
+    from onnx import TensorProto
+    from onnx import helper as oh
+
+    x = np.random.default_rng(5).standard_normal((1, 3, size, size)).astype(np.float32)
+    ref_model = oh.make_model(oh.make_graph(
+        [oh.make_node("AveragePool", ["x"], ["y"], kernel_shape=kernel, strides=strides,
+                      pads=pads, ceil_mode=ceil, count_include_pad=count_pad)], "ref",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
+        opset_imports=[oh.make_opsetid("", 13)])  # fmt: skip
+    want = ort.InferenceSession(ref_model.SerializeToString()).run(None, {"x": x})[0]
+    m = fileformat.parse(memoryview(model_bytes("avgpool_rk3588_fp16")))
+    src, out = (fileformat.Tensor(**{**vars(m.tensors[0]), "shape": list(shape)})
+                for shape in (x.shape, want.shape))  # fmt: skip
+    attrs = _PoolAttrs({1: ceil, 2: count_pad}, {3: kernel, 4: pads, 5: strides})
+    node = fileformat.Node(1, "AveragePool", "AveragePool:p", 0, [0], [1], 5, attrs)  # type: ignore[arg-type]
+    b = rebuild.GraphBuilder(m)
+    y = window_ops.average_pool(b, "x", node, src, out)
+    b.graph.node.extend(b.nodes)
+    b.graph.input.append(oh.make_tensor_value_info("x", TensorProto.FLOAT, x.shape))
+    b.graph.output.append(oh.make_tensor_value_info(y, TensorProto.FLOAT, want.shape))
+    b.model.opset_import.add(domain="", version=13)
+    b.graph.name = "pool"
+    got = ort.InferenceSession(b.model.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -347,7 +347,7 @@ def place_weights(b: GraphBuilder, section: bytearray, align: int = 64) -> list[
 
 # Ops whose rebuilt form holds no shape (a dynamic-shape file's first graph serves every set).
 SHAPE_FREE = ("InputOperator", "OutputOperator", "Add", "Mul", "Sub", "AddRelu", "Relu",
-              "Sigmoid", "MaxPool", *PASS_THROUGH)  # fmt: skip
+              "Sigmoid", "MaxPool", "LRN", *PASS_THROUGH)  # fmt: skip
 
 
 def shape_free(op_type: str) -> bool:
