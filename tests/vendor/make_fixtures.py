@@ -224,15 +224,63 @@ def m_pixels(rng):
     return m_convpool(rng)
 
 
+def m_fire(rng):
+    """conv 3->48, conv 48->64: the second's weights are stored as two input-channel tiles
+    (32 + 16) per block of output channels, as in SqueezeNet's fire6/fire7 expands."""
+    inits = [_w(rng, "c1_w", 48, 3, 1, 1), _w(rng, "c1_b", 48, s=0.1),
+             _w(rng, "c2_w", 64, 48, 1, 1, s=0.2), _w(rng, "c2_b", 64, s=0.1)]  # fmt: skip
+    nodes = [
+        h.make_node("Conv", ["x", "c1_w", "c1_b"], ["c1"], kernel_shape=[1, 1]),
+        h.make_node("Relu", ["c1"], ["r1"]),
+        h.make_node("Conv", ["r1", "c2_w", "c2_b"], ["y"], kernel_shape=[1, 1]),
+    ]
+    return nodes, inits, [_vi("x", [1, 3, 4, 4])], [_vi("y", [1, 64, 4, 4])]
+
+
+def m_avgpool(rng):
+    """AveragePools on the input: 3x3 stride 2 pad 1 without the pads in the count
+    (ShuffleNet's; its output flattened is the first model output), then 4x4 with pads only at
+    the end (Inception v1's 7x7 head) and 3x3 stride 1 pad 1 counting the pads. The vendor
+    runs the first two on the CPU, which stores its outputs NCHW: the 4-D output comes from the
+    last, an NPU op, and the other output is 2-D."""
+    shape = nh.from_array(np.array([1, 8 * 7 * 7], np.int64), "shp")
+    nodes = [
+        h.make_node("AveragePool", ["x"], ["p1"], kernel_shape=[3, 3], strides=[2, 2],
+                    pads=[1, 1, 1, 1]),  # fmt: skip
+        h.make_node("Reshape", ["p1", "shp"], ["y1"]),
+        h.make_node("AveragePool", ["p1"], ["p2"], kernel_shape=[4, 4], pads=[0, 0, 1, 1]),
+        h.make_node("AveragePool", ["p2"], ["y2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                    count_include_pad=1),  # fmt: skip
+    ]
+    outs = [_vi("y1", [1, 8 * 7 * 7]), _vi("y2", [1, 8, 5, 5])]
+    return nodes, [shape], [_vi("x", [1, 8, 13, 13])], outs
+
+
+def m_lrn(rng):
+    """conv 3->16 + relu, LRN with non-default attributes, conv, LRN with ONNX's defaults
+    (Inception v1's), a 1x1 conv (LRN runs on the vendor's CPU: see m_avgpool)."""
+    inits = [_w(rng, "c1_w", 16, 3, 3, 3, s=0.6), _w(rng, "c1_b", 16, s=0.1),
+             _w(rng, "c2_w", 12, 16, 1, 1), _w(rng, "c2_b", 12, s=0.1),
+             _w(rng, "o_w", 6, 12, 1, 1), _w(rng, "o_b", 6, s=0.1)]  # fmt: skip
+    nodes = [
+        h.make_node("Conv", ["x", "c1_w", "c1_b"], ["c1"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        h.make_node("Relu", ["c1"], ["r1"]),
+        h.make_node("LRN", ["r1"], ["n1"], size=3, alpha=0.2, beta=0.6, bias=1.5),
+        h.make_node("Conv", ["n1", "c2_w", "c2_b"], ["c2"], kernel_shape=[1, 1]),
+        h.make_node("LRN", ["c2"], ["n2"], size=5),
+        h.make_node("Conv", ["n2", "o_w", "o_b"], ["y"], kernel_shape=[1, 1]),
+    ]
+    return nodes, inits, [_vi("x", [1, 3, 8, 8])], [_vi("y", [1, 6, 8, 8])]
+
 # config() extras per model: mean/std the runtime applies to the inputs.
 NORMALISATION = {"pixels": dict(mean_values=[[120, 110, 100]], std_values=[[60, 50, 40]])}
 
 _ALL = (m_convpool, m_residual, m_swish, m_twoinput, m_oddwidth, m_gap, m_mlp, m_sigmoid,
-        m_transpose, m_wide, m_pixels)  # fmt: skip
+        m_transpose, m_wide, m_pixels, m_fire, m_avgpool, m_lrn)  # fmt: skip
 MODELS = {f.__name__[2:]: f for f in _ALL}
 # Each model's weight seed (100 + position): stable when models are added at the end.
 SEED_ORDER = ("convpool", "gap", "mlp", "oddwidth", "residual", "sigmoid", "swish", "transpose",
-              "twoinput", "wide", "pixels")  # fmt: skip
+              "twoinput", "wide", "pixels", "fire", "avgpool", "lrn")  # fmt: skip
 
 
 def make_onnx(name: str) -> onnx.ModelProto:

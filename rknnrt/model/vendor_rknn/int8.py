@@ -136,6 +136,9 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
     output feeds that lookup table, which sets the scale instead of OUT_CVT; `mul_operand`: a
     fused Mul's int8 operand, which the NPU multiplies in as q - zp, without its scale)."""
     oc, ic, kh, kw = w.shape
+    identity = _identity_conv(regs, n, x, w, bias, y, depthwise)
+    if identity is not None:
+        return identity
     pairs_zw = None
     if regs.model.npu_format == "RKNPU f2" and depthwise:
         q, pairs_zw = weights.unpack_depthwise_pairs(
@@ -187,6 +190,30 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
     zp_in = float(x.zp[0]) if x.zp else 0.0
     bf = (a + zp_in * qw.reshape(oc, -1).sum(1)) * s_in * s_w
     return ConvInt8(q, zw.astype(np.float32), s_w.astype(np.float32), bf.astype(np.float32))
+
+
+def _identity_conv(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor, y: Tensor,
+                   depthwise: bool) -> ConvInt8 | None:  # fmt: skip
+    """The compiler's 1x1 depthwise identity conv (`Pre_weight<input>`, inserted where a model
+    input feeds a CPU op first): weights 1 for each channel then zero padding, and a bias blob
+    of one i32 A per channel, no B/C groups (zeros follow). Its scale is OUT_CVT's alone."""
+    channels = w.shape[1]
+    if not depthwise or w.shape[2:] != [1, 1] or not (x.scale and y.scale):
+        return None
+    q, blob = np.frombuffer(_data(regs, w), np.int8), np.frombuffer(_data(regs, bias), np.uint8)
+    if (q.size < channels or blob.size < 4 * channels or not np.all(q[:channels] == 1)
+            or q[channels:].any() or blob[4 * channels :].any()):  # fmt: skip
+        return None
+    a = blob[: 4 * channels].copy().view("<i4").astype(np.float64)
+    _, scale, shift = regs.out_cvt(n)
+    if shift > 63 or scale == 0:
+        raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' has an invalid OUT_CVT")
+    s_in = float(x.scale[0])
+    s_w = np.full(channels, scale / 2.0**shift * float(y.scale[0]) / s_in)
+    zp_in = float(x.zp[0]) if x.zp else 0.0
+    return ConvInt8(np.ones((channels, 1, 1, 1), np.int8), np.zeros(channels, np.float32),
+                    s_w.astype(np.float32),
+                    ((a + zp_in) * s_in * s_w).astype(np.float32))  # fmt: skip
 
 
 def _data(regs: RegisterFile, t: Tensor) -> memoryview:

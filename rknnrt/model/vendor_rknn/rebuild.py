@@ -16,7 +16,7 @@ import onnx
 from onnx import TensorProto
 from onnx import helper as oh
 
-from . import int8, weights
+from . import int8, weights, window_ops
 from .fileformat import CONST_KINDS, Node, Tensor, VendorModel
 from .flatbuf import VendorFormatError
 
@@ -29,9 +29,8 @@ _ONNX_TYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16,
                "int8": TensorProto.INT8, "uint8": TensorProto.UINT8,
                "int16": TensorProto.INT16, "int32": TensorProto.INT32,
                "int64": TensorProto.INT64}  # fmt: skip
-# Conv attribute slots (ONNX names in alphabetical order), MaxPool likewise.
+# Conv attribute slots (ONNX names in alphabetical order; pooling: window_ops.py).
 CONV_DILATIONS, CONV_GROUP, CONV_KERNEL, CONV_PADS, CONV_STRIDES = 1, 2, 3, 4, 5
-POOL_CEIL, POOL_KERNEL, POOL_PADS, POOL_STRIDES = 1, 3, 4, 6
 AXIS = 0  # Concat, Split, exSoftmax13
 LAYOUT_NC1HWC2, LAYOUT_PACKED = 64, 65  # tensor field 1
 PERM = 0  # Transpose
@@ -186,10 +185,12 @@ def _conv(b: GraphBuilder, n: Node) -> str:
         if depthwise:
             w16 = w16.reshape(ic, 1, kh, kw)
         weight = b.add("Cast", [b.weight(w16, "w")], "wf", to=TensorProto.FLOAT)
-        bf = m.const(bias, "<f4") if bias is not None else np.zeros(oc, np.float32)
-        if bf.size < (ic if depthwise else oc):
+        channels = ic if depthwise else oc
+        # (the compiler's depthwise convs for AveragePools come without a bias)
+        bf = m.const(bias, "<f4") if bias is not None else np.zeros(channels, np.float32)
+        if bf.size < channels:
             raise VendorFormatError(f"vendor .rknn model: the bias of '{n.name}' is too short")
-        bf = bf[: ic if depthwise else oc]
+        bf = bf[:channels]
     elif w.dtype == "int8":
         if bias is None:  # the scales are recovered from the bias blob
             raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' without a bias blob")
@@ -253,7 +254,9 @@ def _elementwise(b: GraphBuilder, n: Node) -> str:
     real = [b.m.tensors[i] for i in n.inputs if not is_helper(b.m.tensors[i])]
     if len(real) != 2:
         raise VendorFormatError(f"vendor .rknn model: op {n.op_type} '{n.name}' needs two operands")
-    return b.add(n.op_type, [b.value(real[0]), b.value(real[1])], n.op_type.lower())
+    op = n.op_type.removesuffix("Relu")  # AddRelu: the compiler fused a Relu after the Add
+    y = b.add(op, [b.value(real[0]), b.value(real[1])], op.lower())
+    return b.add("Relu", [y], "relu") if op != n.op_type else y
 
 
 def _split(b: GraphBuilder, n: Node) -> None:
@@ -284,7 +287,7 @@ def _op(b: GraphBuilder, n: Node, out: Tensor) -> str:
     kind = n.op_type
     if kind.startswith("Conv") and kind[4:5] in ("", "A", "M", "R", "S", "E"):
         return _conv(b, n)
-    if kind in ("Add", "Mul", "Sub"):
+    if kind in ("Add", "Mul", "Sub", "AddRelu"):
         return _elementwise(b, n)
     x = b.value(_single(b, n))
     if kind in ("Relu", "Sigmoid"):
@@ -308,13 +311,11 @@ def _op(b: GraphBuilder, n: Node, out: Tensor) -> str:
     if kind == "exSoftmax13":
         return b.add("Softmax", [x], "softmax", axis=n.attr_int(AXIS, -1))
     if kind == "MaxPool":
-        attrs = dict(kernel_shape=n.attr_ints(POOL_KERNEL), ceil_mode=n.attr_int(POOL_CEIL, 0))
-        for key, slot in (("pads", POOL_PADS), ("strides", POOL_STRIDES)):
-            if n.attr_ints(slot):
-                attrs[key] = n.attr_ints(slot)
-        if not attrs["kernel_shape"]:
-            raise VendorFormatError(f"vendor .rknn model: MaxPool '{n.name}' has no kernel shape")
-        return b.add("MaxPool", [x], "maxpool", **attrs)
+        return b.add(kind, [x], "maxpool", **window_ops.pool_attrs(n))
+    if kind == "AveragePool":
+        return window_ops.average_pool(b, x, n, _single(b, n), out)
+    if kind == "LRN":
+        return b.add("LRN", [x], "lrn", **window_ops.lrn_attrs(n))
     raise VendorFormatError(f"vendor .rknn model: op {kind} ('{n.name}') is not supported")
 
 
@@ -345,8 +346,8 @@ def place_weights(b: GraphBuilder, section: bytearray, align: int = 64) -> list[
 
 
 # Ops whose rebuilt form holds no shape (a dynamic-shape file's first graph serves every set).
-SHAPE_FREE = ("InputOperator", "OutputOperator", "Add", "Mul", "Sub", "Relu", "Sigmoid",
-              "MaxPool", *PASS_THROUGH)  # fmt: skip
+SHAPE_FREE = ("InputOperator", "OutputOperator", "Add", "Mul", "Sub", "AddRelu", "Relu",
+              "Sigmoid", "MaxPool", "LRN", *PASS_THROUGH)  # fmt: skip
 
 
 def shape_free(op_type: str) -> bool:

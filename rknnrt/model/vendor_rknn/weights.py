@@ -1,10 +1,11 @@
 """Unpacking the NPU-packed convolution weights of a vendor file.
 
 A packed weight's native shape is one or more 6-tuples [OC1, IC1, KH, KW, OC2, IC2], each a
-tile stored as OC1 -> IC1 -> KH -> KW -> OC2 -> IC2 (IC2 fastest). Tiles follow one another,
-input channels first: a tile covers the next IC1*IC2 input channels of the current block of
-OC1*OC2 output channels; once the input channels are covered the next tile starts the next
-output block. Tiles of zero elements (depthwise files carry one) are placeholders. Padding
+tile stored as OC1 -> IC1 -> KH -> KW -> OC2 -> IC2 (IC2 fastest). Consecutive tiles that
+together cover the input channels form one block of OC1*OC2 output channels (they share OC1 and
+OC2); within a block the tiles interleave per OC1 step (for each o1: the first tile's
+IC1..IC2 part, then the next tile's), and the blocks follow one another along the output
+channels. Tiles of zero elements (depthwise files carry one) are placeholders. Padding
 channels (beyond the real OC and IC) are dropped.
 """
 
@@ -36,28 +37,56 @@ def unpack(raw: memoryview, dtype: str, native: list[int], oc: int, ic: int, kh:
             f"{data.size} stored values"
         )
     out = np.zeros((oc, ic, kh, kw), data.dtype)
-    at = oc_off = ic_off = 0
-    for oc1, ic1, th, tw, oc2, ic2 in tiles:
-        count = oc1 * ic1 * th * tw * oc2 * ic2
-        if (th, tw) != (kh, kw) or at + count > data.size or oc_off >= oc:
+    at = oc_off = 0
+    for row in _output_blocks(tiles, ic, native, name):
+        oc1, oc2 = row[0][0], row[0][4]
+        count = sum(prod(t) for t in row)
+        if any((t[2], t[3]) != (kh, kw) for t in row) or at + count > data.size or oc_off >= oc:
             raise VendorFormatError(
                 f"vendor .rknn model: weight '{name}' packing {native} does not fit its "
                 f"{[oc, ic, kh, kw]} shape or its {data.size} stored values"
             )
-        block = data[at : at + count].reshape(oc1, ic1, kh, kw, oc2, ic2)
-        block = block.transpose(0, 4, 1, 5, 2, 3).reshape(oc1 * oc2, ic1 * ic2, kh, kw)
-        n_oc, n_ic = min(oc1 * oc2, oc - oc_off), min(ic1 * ic2, ic - ic_off)
-        if n_ic > 0:
-            out[oc_off : oc_off + n_oc, ic_off : ic_off + n_ic] = block[:n_oc, :n_ic]
+        # per OC1 step, every tile of the block in turn (the input-channel parts interleave)
+        steps = data[at : at + count].reshape(oc1, -1)
+        part = ic_off = 0
+        for _, ic1, _, _, _, ic2 in row:
+            size = ic1 * kh * kw * oc2 * ic2
+            block = steps[:, part : part + size].reshape(oc1, ic1, kh, kw, oc2, ic2)
+            block = block.transpose(0, 4, 1, 5, 2, 3).reshape(oc1 * oc2, ic1 * ic2, kh, kw)
+            n_oc, n_ic = min(oc1 * oc2, oc - oc_off), min(ic1 * ic2, ic - ic_off)
+            if n_ic > 0:
+                out[oc_off : oc_off + n_oc, ic_off : ic_off + n_ic] = block[:n_oc, :n_ic]
+            part += size
+            ic_off += ic1 * ic2
         at += count
-        ic_off += ic1 * ic2
-        if ic_off >= ic:
-            ic_off, oc_off = 0, oc_off + oc1 * oc2
+        oc_off += oc1 * oc2
     if oc_off < oc:
         raise VendorFormatError(
             f"vendor .rknn model: weight '{name}' packing {native} covers {oc_off} of {oc} channels"
         )
     return out
+
+
+def _output_blocks(tiles: list[list[int]], ic: int, native: list[int],
+                   name: str) -> list[list[list[int]]]:  # fmt: skip
+    """Consecutive tiles covering all input channels of one block of output channels; they
+    share OC1 and OC2 (a weight of more than one tile per block was seen with ic 48 = 32 + 16)."""
+    blocks: list[list[list[int]]] = []
+    row: list[list[int]] = []
+    covered = 0
+    for tile in tiles:
+        if row and (tile[0], tile[4]) != (row[0][0], row[0][4]):
+            raise VendorFormatError(
+                f"vendor .rknn model: weight '{name}' packing {native} mixes output tilings"
+            )
+        row.append(tile)
+        covered += tile[1] * tile[5]
+        if covered >= ic:
+            blocks.append(row)
+            row, covered = [], 0
+    if row:
+        blocks.append(row)  # an incomplete last block: the channel check below refuses it
+    return blocks
 
 
 def unpack_kh_oc_kw_ic4(
