@@ -10,7 +10,7 @@ import numpy as np
 
 from ..model.errors import ModelFormatError
 from ..model.meta import ModelMeta, TensorSpec
-from . import switches
+from . import fast_graph, switches
 from .errors import MODEL_INVALID, RknnError
 from .lazy_imports import onnx, ort
 
@@ -97,6 +97,7 @@ class Program:
         names, values = list(views), list(views.values())
         self.weight_views = list(zip(names, values)) if in_place else []
         try:
+            graph = fast_graph.rewrite(graph)  # exact, faster in onnxruntime
             if in_place:
                 graph = _weights_as_inputs(graph)
             elif names:
