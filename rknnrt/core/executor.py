@@ -10,7 +10,7 @@ import numpy as np
 
 from ..model.errors import ModelFormatError
 from ..model.meta import ModelMeta, TensorSpec
-from . import fast_graph, switches
+from . import fast_graph, int8_kernels, switches
 from .errors import MODEL_INVALID, RknnError
 from .lazy_imports import onnx, ort
 
@@ -18,9 +18,11 @@ from .lazy_imports import onnx, ort
 def session_options() -> ort.SessionOptions:
     options = ort.SessionOptions()
     options.log_severity_level = 3  # onnxruntime's own warnings are not the runtime's to print
-    # Exact int8 arithmetic: x86's fast u8s8 kernels saturate 16-bit pair sums (255*127*2),
-    # the NPU does not; this makes onnxruntime use its exact integer kernels.
-    options.add_session_config_entry("session.x64quantprecision", "1")
+    # Exact int8 arithmetic: x86's fast u8s8 kernels saturate 16-bit pair sums (255*127*2)
+    # unless the CPU has VNNI, the NPU never does; where a probe of this CPU's kernels finds
+    # them saturating, onnxruntime is told to use its exact (slower) ones.
+    if not int8_kernels.fast_kernels_exact():
+        options.add_session_config_entry(int8_kernels.PRECISION_KEY, "1")
     threads = switches.num_threads()  # RKNNRT_NUM_THREADS
     if threads is not None:
         options.intra_op_num_threads = threads
