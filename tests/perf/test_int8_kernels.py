@@ -116,3 +116,16 @@ def test_runtime_int8_on_saturating_weights_is_the_exact_kernels_result(tmp_path
             assert np.ptp(want) > 0 and np.array_equal(got, want)
     finally:
         runtime.release()
+
+
+def test_float_graphs_skip_the_probe(monkeypatch) -> None:
+    probed: list[int] = []
+    monkeypatch.setattr(int8_kernels, "fast_kernels_exact", lambda: probed.append(1) or False)
+    float_graph = _saturating_model().SerializeToString()  # Conv only
+    options = executor.session_options(float_graph)
+    with pytest.raises(RuntimeError, match="does not have configuration"):
+        options.get_session_config_entry(int8_kernels.PRECISION_KEY)
+    assert probed == []
+    options = executor.session_options(float_graph + b"QuantizeLinear")
+    assert options.get_session_config_entry(int8_kernels.PRECISION_KEY) == "1"
+    assert probed == [1]
