@@ -78,19 +78,38 @@ def test_gather_permutes_channels_as_the_shuffle_does() -> None:
     assert np.array_equal(_session_outputs(model, {"x": x})[0], expected[0])
 
 
-def _int8_program(tmp_path) -> onnx.ModelProto:
-    return _build(shufflenet_like(size=SIZE), "int8", tmp_path)[1]
+def _requantise(graph, tensor: str, scale: float, tag: str) -> None:
+    """Insert QuantizeLinear -> DequantizeLinear (uint8, zero point 128) after `tensor`."""
+    index = next(i for i, n in enumerate(graph.node) if tensor in n.output)
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            if name == tensor:
+                node.input[k] = f"{tag}_dq"
+    graph.initializer.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{tag}_s"),
+                              numpy_helper.from_array(np.array(128, np.uint8), f"{tag}_z")])
+    pair = [onnx.helper.make_node("QuantizeLinear", [tensor, f"{tag}_s", f"{tag}_z"], [f"{tag}_q"]),
+            onnx.helper.make_node("DequantizeLinear", [f"{tag}_q", f"{tag}_s", f"{tag}_z"],
+                                  [f"{tag}_dq"])]  # fmt: skip
+    for node in reversed(pair):
+        graph.node.insert(index + 1, node)
 
 
-def test_a_real_requantisation_inside_the_shuffle_is_kept(tmp_path) -> None:
-    program = _int8_program(tmp_path)
-    transpose = next(n for n in program.graph.node if n.op_type == "Transpose")
-    quant = next(n for n in program.graph.node if n.input and n.input[0] == transpose.output[0])
-    assert quant.op_type == "QuantizeLinear"
-    scale = next(t for t in program.graph.initializer if t.name == quant.input[1])
-    scale.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(scale) * 2, scale.name))
-    # the pair after the Transpose now requantises onto another grid than its input's
-    assert fast_graph.channel_shuffles_as_gathers(program.graph) == 1  # the other shuffle
+@pytest.mark.parametrize("after_scale, rewritten", [(0.05, 2), (0.07, 1), (None, 1)])
+def test_requantisation_inside_a_shuffle(after_scale, rewritten) -> None:
+    """A pair on the grid the values already lie on (0.05, that of the shuffle's input) is
+    dropped with the shuffle; one on another grid (0.07), or on values that lie on no grid,
+    rounds them: that shuffle stays."""
+    model = shufflenet_like(size=SIZE)
+    graph = model.graph
+    first = next(n for n in graph.node if n.op_type == "Reshape")
+    transpose = next(n for n in graph.node if n.op_type == "Transpose")
+    if after_scale is not None:
+        _requantise(graph, first.input[0], 0.05, "before")
+    _requantise(graph, transpose.output[0], after_scale or 0.05, "after")
+    x = np.random.RandomState(3).rand(1, 3, SIZE, SIZE).astype(np.float32)
+    expected = _session_outputs(model, {"x": x})
+    assert fast_graph.channel_shuffles_as_gathers(graph) == rewritten
+    assert np.array_equal(_session_outputs(model, {"x": x})[0], expected[0])
 
 
 def test_a_shuffle_whose_inner_tensor_is_read_elsewhere_is_kept(tmp_path) -> None:
