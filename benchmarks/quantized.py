@@ -5,7 +5,11 @@ their values), build int8 (4 uniform[0,1) calibration samples) and fp16 with
 rknnrt.toolkit.RKNN, rknn_init each, and time one inference through rknnrt.lite.RKNNLite
 (inputs set, run, float outputs) against onnxruntime.InferenceSession(original).run on the
 same input, alternating the runtimes iteration by iteration. Prints median times and ratios
-measured in this one run.
+measured in this one run, and which int8 kernels the runtime chose (core/int8_kernels.py).
+
+The baseline session stops its threads' spinning at the end of each run, as rknnrt's sessions
+do (core/executor.py): otherwise each runtime's spinning workers slow the one timed after it
+on a 2-core machine (the baseline ran 1.9x slower after an rknnrt run that spun).
 
     PYTHONPATH=. python benchmarks/quantized.py [--repeat N] [--models a,b] [--quick]
 
@@ -24,6 +28,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+from rknnrt.core import int8_kernels
 from rknnrt.lite import RKNNLite
 from rknnrt.toolkit import RKNN
 
@@ -57,12 +62,16 @@ def main() -> None:
         names = [n for n in names if n in args.models.split(",")]
     if args.quick:
         names = [n for n in names if n not in HEAVY]
+    exact = int8_kernels.fast_kernels_exact()
+    print(f"int8 kernels: {'fast u8s8 (probed exact on this CPU)' if exact else 'exact u8u8'}")
+    baseline = ort.SessionOptions()
+    baseline.add_session_config_entry("session.force_spinning_stop", "1")
     print(f"{'model':22s} {'ort f32 ms':>10s} {'int8 ms':>9s} {'fp16 ms':>9s} "
           f"{'int8/ort':>9s} {'fp16/ort':>9s}")  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         for name in names:
             path = os.path.join(LIGHT, f"{name}.onnx")
-            session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(path, baseline, providers=["CPUExecutionProvider"])
             feed_name = session.get_inputs()[0].name
             shape = session.get_inputs()[0].shape
             rng = np.random.RandomState(0)

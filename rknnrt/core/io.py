@@ -11,7 +11,7 @@ from math import prod
 import numpy as np
 
 from ..model.meta import TensorSpec
-from . import attrs, conversions, layouts
+from . import attrs, conversions, input_casts, layouts
 from .errors import PARAM_INVALID, RknnError
 from .platforms import Platform
 
@@ -106,18 +106,31 @@ class InputPlan:
             data = layouts.nhwc_to_nchw(rows)
         else:
             data = data.reshape(self.shape)
+        if self.staged and self.mean is None and input_casts.fits(data, out):
+            if self.quantized:  # one onnxruntime pass instead of numpy's five (same values)
+                input_casts.quantize_int8(data, self.spec.scale, self.spec.zp, out)
+                return
+            if out.dtype == np.float16:
+                input_casts.to_float16(data, out)
+                return
         target = np.empty(self.shape, np.float32) if self.staged else out
         np.copyto(target, data, casting="unsafe")
         if self.mean is not None:
             np.subtract(target, self.mean, out=target)
             np.divide(target, self.std, out=target)
+        if self.quantized and input_casts.fits(target, out):
+            input_casts.quantize_int8(target, self.spec.scale, self.spec.zp, out)
+            return
         if self.quantized:  # q = round(clamp(x / scale + zp, -128, 127)) (facts §5.5)
             np.divide(target, self.spec.scale, out=target)
             np.rint(target, out=target)
             target += self.spec.zp
             np.clip(target, -128, 127, out=target)
         if self.staged:
-            np.copyto(out, target, casting="unsafe")
+            if out.dtype == np.float16 and input_casts.fits(target, out):
+                input_casts.to_float16(target, out)
+            else:
+                np.copyto(out, target, casting="unsafe")
 
     def _convert_native(self, raw: np.ndarray, out: np.ndarray) -> None:
         """pass_through=1: the bytes are already in the native layout and dtype."""

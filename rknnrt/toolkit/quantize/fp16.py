@@ -8,10 +8,45 @@ from onnx import TensorProto, helper, numpy_helper
 
 from .graph import _consumers_rename, _drop_unused_initializers, float_tensors, stored_tensors
 
+# Operators whose float outputs are values of their float inputs (moved, selected or compared,
+# never computed): applied to float16 values they give float16 values, so rounding their
+# outputs again would change no bit (a Cast pair is idempotent, NaN and inf included).
+VALUE_PRESERVING = frozenset({
+    "Concat", "DepthToSpace", "Expand", "Flatten", "Gather", "GlobalMaxPool", "Identity",
+    "Max", "MaxPool", "Min", "Relu", "Reshape", "Slice", "SpaceToDepth", "Split", "Squeeze",
+    "Tile", "Transpose", "Unsqueeze",
+})  # fmt: skip
+
+
+def already_half(model: onnx.ModelProto, stored: set[str]) -> set[str]:
+    """The stored tensors that are exactly float16 before any rounding: outputs of
+    VALUE_PRESERVING operators whose float inputs are all float16 values (the model's inputs,
+    its float weights, rounded stored tensors or such outputs themselves). A tensor whose type
+    is unknown counts as not float16."""
+    graph = model.graph
+    infos = [*graph.input, *graph.value_info, *graph.output]
+    not_float = {vi.name for vi in infos if vi.type.tensor_type.elem_type != TensorProto.FLOAT}
+    not_float |= {t.name for t in graph.initializer if t.data_type != TensorProto.FLOAT}
+    half = {vi.name for vi in graph.input} | {t.name for t in graph.initializer}
+    preserved: set[str] = set()
+    for node in graph.node:
+        floats = [name for name in node.input if name and name not in not_float]
+        keeps = node.op_type in VALUE_PRESERVING and not node.domain and bool(floats) \
+            and all(name in half for name in floats)  # fmt: skip
+        for name in node.output:
+            if keeps:
+                preserved.add(name)
+            if keeps or name in stored:
+                half.add(name)
+    return preserved & stored
+
 
 def emulate_fp16(model: onnx.ModelProto) -> onnx.ModelProto:
     """The fp16 program: float16 inputs, outputs and weights; every stored tensor rounded to
-    float16 (computation between stored tensors stays float32, as the NPU accumulates)."""
+    float16 (computation between stored tensors stays float32, as the NPU accumulates), except
+    where it is float16 already (already_half: a MaxPool, Concat, Reshape ... of float16 values):
+    each Cast pair costs a pass over the tensor and, on x86, breaks onnxruntime's blocked
+    (NCHWc) convolution layout."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
     graph = out.graph
@@ -19,6 +54,7 @@ def emulate_fp16(model: onnx.ModelProto) -> onnx.ModelProto:
     stored = [t for t in stored_tensors(graph) if t in floats]
     graph_inputs = {vi.name for vi in graph.input}
     graph_outputs = {vi.name for vi in graph.output}
+    unrounded = already_half(out, set(stored)) - graph_outputs  # rounding them is a no-op
     head: list[onnx.NodeProto] = []
     body = list(graph.node)
     for tensor in list(graph.initializer):
@@ -35,7 +71,7 @@ def emulate_fp16(model: onnx.ModelProto) -> onnx.ModelProto:
                                          to=TensorProto.FLOAT))  # fmt: skip
             vi.type.tensor_type.elem_type = TensorProto.FLOAT16
     rewritten: list[onnx.NodeProto] = []
-    stored_set = set(stored) - graph_inputs
+    stored_set = set(stored) - graph_inputs - unrounded
     for index, node in enumerate(body):
         rewritten.append(node)
         for k, name in enumerate(node.output):

@@ -1,0 +1,76 @@
+"""Small random-weight models for the speed rewrites' exactness tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+class Builder:
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.RandomState(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+
+    def const(self, array: np.ndarray) -> str:
+        name = f"k{len(self.inits)}"
+        self.inits.append(numpy_helper.from_array(array, name))
+        return name
+
+    def node(self, op: str, inputs: list[str], **attrs) -> str:
+        out = f"t{len(self.nodes)}_{op.lower()}"
+        self.nodes.append(helper.make_node(op, inputs, [out], name=f"n{len(self.nodes)}", **attrs))
+        return out
+
+    def conv(self, x: str, cin: int, cout: int, k: int = 1, group: int = 1) -> str:
+        w = self.rng.randn(cout, cin // group, k, k).astype(np.float32) * (2 / (cin * k)) ** 0.5
+        b = self.rng.randn(cout).astype(np.float32) * 0.1
+        return self.node("Conv", [x, self.const(w), self.const(b)], kernel_shape=[k, k],
+                         pads=[k // 2] * 4, group=group)  # fmt: skip
+
+    def shuffle(self, x: str, groups: int, per_group: int, size: int) -> str:
+        y = self.node("Reshape", [x, self.const(np.array([1, groups, per_group, size, size]))])
+        y = self.node("Transpose", [y], perm=[0, 2, 1, 3, 4])
+        return self.node("Reshape", [y, self.const(np.array([1, groups * per_group, size,
+                                                             size]))])  # fmt: skip
+
+    def model(self, out: str, shape: list[int]) -> onnx.ModelProto:
+        graph = helper.make_graph(
+            self.nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], self.inits,
+        )  # fmt: skip
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        return onnx.shape_inference.infer_shapes(model)
+
+
+def shufflenet_like(seed: int = 0, size: int = 8) -> onnx.ModelProto:
+    """Conv -> Relu -> channel shuffle (3 groups of 4) -> grouped 1x1 Conv -> Relu -> channel
+    shuffle (4 groups of 3) -> depthwise 3x3 Conv -> residual Add -> 1x1 Conv."""
+    b = Builder(seed)
+    x = b.node("Relu", [b.conv("x", 3, 12, 3)])
+    y = b.shuffle(x, 3, 4, size)
+    y = b.node("Relu", [b.conv(y, 12, 12, 1, group=3)])
+    y = b.shuffle(y, 4, 3, size)
+    y = b.node("Add", [b.conv(y, 12, 12, 3, group=12), x])
+    return b.model(b.conv(y, 12, 5), [1, 3, size, size])
+
+
+def value_moving_model(seed: int = 1, size: int = 8) -> onnx.ModelProto:
+    """Convolutions whose outputs are moved by MaxPool, Concat, Relu, Reshape, Transpose,
+    Flatten, Slice, and averaged by AveragePool (which does compute)."""
+    b = Builder(seed)
+    a = b.node("Relu", [b.conv("x", 3, 6, 3)])
+    c = b.conv("x", 3, 6, 1)
+    m = b.node("MaxPool", [a], kernel_shape=[3, 3], pads=[1] * 4)
+    cat = b.node("Concat", [m, c], axis=1)
+    r = b.node("Relu", [cat])
+    avg = b.node("AveragePool", [r], kernel_shape=[2, 2], strides=[2, 2])
+    half = size // 2
+    t = b.node("Transpose", [b.node("Reshape", [avg, b.const(np.array([1, 12, half * half]))])],
+               perm=[0, 2, 1])  # fmt: skip
+    s = b.node("Slice", [t, b.const(np.array([0])), b.const(np.array([8])),
+                         b.const(np.array([2]))])  # fmt: skip
+    f = b.node("Flatten", [s])
+    w = b.rng.randn(f_len := half * half * 8, 7).astype(np.float32) / f_len**0.5
+    return b.model(b.node("MatMul", [f, b.const(w)]), [1, 3, size, size])

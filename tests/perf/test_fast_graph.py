@@ -1,0 +1,130 @@
+"""core/fast_graph.py: the runtime's channel-shuffle rewrite is exact and actually used."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import numpy_helper
+
+from rknnrt.core import fast_graph
+from rknnrt.lite import RKNNLite
+from rknnrt.toolkit import RKNN
+
+from .models import shufflenet_like
+
+SIZE = 8
+
+
+def _build(model: onnx.ModelProto, dtype: str, tmp_path) -> tuple[str, onnx.ModelProto]:
+    rng = np.random.RandomState(1)
+    calib = [[rng.rand(1, 3, SIZE, SIZE).astype(np.float32)] for _ in range(4)]
+    rknn = RKNN()
+    rknn.config(target_platform="rk3588", float_dtype="float32" if dtype == "float32" else
+                "float16")  # fmt: skip
+    rknn.load_onnx(model)
+    assert rknn.build(do_quantization=dtype == "int8", dataset=calib) == 0
+    path = str(tmp_path / f"{dtype}.rknn")
+    assert rknn.export_rknn(path) == 0
+    return path, rknn._built.program
+
+
+def _infer(path: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    runtime = RKNNLite()
+    assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
+    try:
+        return [runtime.inference([x], data_format="nchw")[0] for x in inputs]
+    finally:
+        runtime.release()
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float16", "float32"])
+def test_shuffles_run_as_gathers_with_identical_outputs(dtype, tmp_path, monkeypatch) -> None:
+    path, program = _build(shufflenet_like(size=SIZE), dtype, tmp_path)
+    rng = np.random.RandomState(7)
+    inputs = [rng.rand(1, 3, SIZE, SIZE).astype(np.float32) * 2 for _ in range(4)]
+    replaced: list[int] = []
+    original = fast_graph.channel_shuffles_as_gathers
+    monkeypatch.setattr(fast_graph, "channel_shuffles_as_gathers",
+                        lambda graph: replaced.append(original(graph)) or replaced[-1])  # fmt: skip
+    fast = _infer(path, inputs)
+    assert replaced == [2]  # both shuffles, in the program the runtime runs
+    monkeypatch.setattr(fast_graph, "rewrite", lambda graph: graph)
+    plain = _infer(path, inputs)
+    spread = [float(np.ptp(f)) for f in fast]
+    assert min(spread) > 0.1  # outputs that vary, so equality means something
+    for f, p in zip(fast, plain):
+        assert f.tobytes() == p.tobytes()
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(program)
+    assert fast_graph.channel_shuffles_as_gathers(rewritten.graph) == 2
+    ops = [n.op_type for n in rewritten.graph.node]
+    assert "Transpose" not in ops and ops.count("Gather") == 2
+
+
+def _session_outputs(model: onnx.ModelProto, feed: dict) -> list[np.ndarray]:
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.x64quantprecision", "1")
+    return ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"]).run(None, feed)  # fmt: skip
+
+
+def test_gather_permutes_channels_as_the_shuffle_does() -> None:
+    model = shufflenet_like(size=SIZE)
+    x = np.random.RandomState(3).rand(1, 3, SIZE, SIZE).astype(np.float32)
+    expected = _session_outputs(model, {"x": x})
+    assert fast_graph.channel_shuffles_as_gathers(model.graph) == 2
+    assert np.array_equal(_session_outputs(model, {"x": x})[0], expected[0])
+
+
+def _requantise(graph, tensor: str, scale: float, tag: str) -> None:
+    """Insert QuantizeLinear -> DequantizeLinear (uint8, zero point 128) after `tensor`."""
+    index = next(i for i, n in enumerate(graph.node) if tensor in n.output)
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            if name == tensor:
+                node.input[k] = f"{tag}_dq"
+    graph.initializer.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{tag}_s"),
+                              numpy_helper.from_array(np.array(128, np.uint8), f"{tag}_z")])
+    pair = [onnx.helper.make_node("QuantizeLinear", [tensor, f"{tag}_s", f"{tag}_z"], [f"{tag}_q"]),
+            onnx.helper.make_node("DequantizeLinear", [f"{tag}_q", f"{tag}_s", f"{tag}_z"],
+                                  [f"{tag}_dq"])]  # fmt: skip
+    for node in reversed(pair):
+        graph.node.insert(index + 1, node)
+
+
+@pytest.mark.parametrize("after_scale, rewritten", [(0.05, 2), (0.07, 1), (None, 1)])
+def test_requantisation_inside_a_shuffle(after_scale, rewritten) -> None:
+    """A pair on the grid the values already lie on (0.05, that of the shuffle's input) is
+    dropped with the shuffle; one on another grid (0.07), or on values that lie on no grid,
+    rounds them: that shuffle stays."""
+    model = shufflenet_like(size=SIZE)
+    graph = model.graph
+    first = next(n for n in graph.node if n.op_type == "Reshape")
+    transpose = next(n for n in graph.node if n.op_type == "Transpose")
+    if after_scale is not None:
+        _requantise(graph, first.input[0], 0.05, "before")
+    _requantise(graph, transpose.output[0], after_scale or 0.05, "after")
+    x = np.random.RandomState(3).rand(1, 3, SIZE, SIZE).astype(np.float32)
+    expected = _session_outputs(model, {"x": x})
+    assert fast_graph.channel_shuffles_as_gathers(graph) == rewritten
+    assert np.array_equal(_session_outputs(model, {"x": x})[0], expected[0])
+
+
+def test_a_shuffle_whose_inner_tensor_is_read_elsewhere_is_kept(tmp_path) -> None:
+    model = shufflenet_like(size=SIZE)
+    transpose = next(n for n in model.graph.node if n.op_type == "Transpose")
+    model.graph.output.append(onnx.helper.make_tensor_value_info(transpose.output[0], 1, None))
+    assert fast_graph.channel_shuffles_as_gathers(model.graph) == 1
+    other = onnx.ModelProto()
+    other.CopyFrom(shufflenet_like(size=SIZE))
+    for node in other.graph.node:
+        if node.op_type == "Transpose":
+            node.attribute[0].ints[:] = [0, 1, 2, 4, 3]  # not a channel shuffle
+    assert fast_graph.channel_shuffles_as_gathers(other.graph) == 0
+
+
+def test_rewrite_leaves_graphs_without_shuffles_untouched() -> None:
+    graph = b"\x08\x07" + b"no transposes here"
+    assert fast_graph.rewrite(graph) is graph

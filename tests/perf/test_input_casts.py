@@ -1,0 +1,115 @@
+"""core/input_casts.py: float32 inputs converted to float16 or quantised to int8 by
+onnxruntime, bit-identical to numpy's conversion, and used by rknn_inputs_set."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from rknnrt.core import input_casts
+from rknnrt.lite import RKNNLite
+from rknnrt.toolkit import RKNN
+
+from .models import shufflenet_like
+
+
+def _awkward_values(rng: np.random.RandomState) -> np.ndarray:
+    """Normal, tiny (float16 subnormal), huge (overflow), halfway (ties) values, zeros, inf."""
+    huge = rng.uniform(6e4, 7e4, 2000) * rng.choice([-1, 1], 2000)
+    parts = [rng.randn(20000) * 10.0 ** rng.randint(-9, 6, 20000),
+             rng.uniform(-1e-4, 1e-4, 5000), huge,
+             np.array([0.0, -0.0, np.inf, -np.inf, 65504, 65519.99, 65520, 2.0**-24, 2.0**-25,
+                       3 * 2.0**-26, -(2.0**-25)])]  # fmt: skip
+    halves = rng.randn(5000).astype(np.float16).astype(np.float32)
+    ulp = np.abs(np.spacing(halves.astype(np.float16))).astype(np.float32)
+    parts.append(halves + ulp / 2)  # exactly between two float16 values: ties to even
+    return np.concatenate(parts).astype(np.float32)
+
+
+@np.errstate(over="ignore")  # numpy warns about values beyond float16
+def test_float16_conversion_is_numpys_bit_for_bit() -> None:
+    values = _awkward_values(np.random.RandomState(0))
+    out = np.empty(values.shape, np.float16)
+    assert input_casts.fits(values, out)
+    input_casts.to_float16(values, out)
+    assert out.view(np.uint16).tobytes() == values.astype(np.float16).view(np.uint16).tobytes()
+    block = values[: 3 * 64 * 64].reshape(1, 3, 64, 64)
+    strided = block.transpose(0, 1, 3, 2)  # a non-contiguous view
+    out = np.empty(strided.shape, np.float16)
+    input_casts.to_float16(strided, out)
+    assert np.array_equal(out.view(np.uint16), strided.astype(np.float16).view(np.uint16))
+
+
+def _numpy_quantised(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
+    """rknn_inputs_set's numpy formula (core/io.py)."""
+    target = x.astype(np.float32)
+    np.divide(target, scale, out=target)
+    np.rint(target, out=target)
+    target += zp
+    np.clip(target, -128, 127, out=target)
+    return target.astype(np.int8)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_int8_quantisation_is_numpys(seed) -> None:
+    rng = np.random.RandomState(seed)
+    for _ in range(10):
+        scale = float(10.0 ** rng.uniform(-4, 1) * rng.uniform(1, 2))
+        zp = int(rng.randint(-128, 128))
+        steps = rng.randint(-300, 300, 5000)
+        grid = np.float32(scale)
+        special = [np.inf, -np.inf, 0.0, -0.0, 1e30, -1e30]
+        x = np.concatenate([rng.uniform(-300, 300, 5000) * grid, (steps + 0.5) * grid,
+                            steps * grid, np.nextafter((steps + 0.5) * grid, np.float32(1e9)),
+                            special]).astype(np.float32)  # fmt: skip
+        out = np.empty(x.shape, np.int8)
+        assert input_casts.fits(x, out)
+        input_casts.quantize_int8(x, scale, zp, out)
+        assert np.array_equal(out, _numpy_quantised(x, scale, zp))
+
+
+def test_nan_and_small_arrays_are_left_to_numpy() -> None:
+    values = np.random.RandomState(1).randn(10000).astype(np.float32)
+    assert input_casts.fits(values, np.empty(values.shape, np.float16))
+    values[77] = np.nan
+    assert not input_casts.fits(values, np.empty(values.shape, np.float16))
+    small = np.ones(input_casts.MIN_ELEMENTS - 1, np.float32)
+    assert not input_casts.fits(small, np.empty(small.shape, np.int8))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int8"])
+def test_inputs_set_uses_it_with_the_numpy_converted_result(dtype, tmp_path,
+                                                            monkeypatch) -> None:
+    size = 40  # 1x3x40x40 = 4800 elements: above MIN_ELEMENTS
+    rng = np.random.RandomState(4)
+    rknn = RKNN()
+    rknn.config(target_platform="rk3588", float_dtype="float16")
+    rknn.load_onnx(shufflenet_like(size=size))
+    calib = [[rng.rand(1, 3, size, size).astype(np.float32)] for _ in range(4)]
+    assert rknn.build(do_quantization=dtype == "int8", dataset=calib) == 0
+    path = str(tmp_path / f"{dtype}.rknn")
+    assert rknn.export_rknn(path) == 0
+    program: onnx.ModelProto = rknn._built.program
+    used: list[str] = []
+    original = input_casts._session
+    monkeypatch.setattr(input_casts, "_session", lambda kind: used.append(kind) or original(kind))
+    runtime = RKNNLite()
+    assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
+    session = ort.InferenceSession(program.SerializeToString(), providers=["CPUExecutionProvider"])
+    try:
+        for _ in range(3):
+            x = (rng.randn(1, 3, size, size) * 3).astype(np.float32)
+            (got,) = runtime.inference([x], data_format="nchw")
+            if dtype == "int8":
+                scale, zp = rknn._built.io_qparams["x"]
+                (want,) = session.run(None, {"x": _numpy_quantised(x, scale, zp)})
+                out_scale, out_zp = rknn._built.io_qparams[program.graph.output[0].name]
+                want = (want.astype(np.float32) - out_zp) * np.float32(out_scale)
+            else:
+                (want,) = session.run(None, {"x": x.astype(np.float16)})
+            assert np.ptp(want) > 0 and np.array_equal(got, want.astype(np.float32))
+    finally:
+        runtime.release()
+    assert used == ["quantize" if dtype == "int8" else "cast"] * 3
