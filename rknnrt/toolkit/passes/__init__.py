@@ -10,16 +10,18 @@ from collections.abc import Callable
 
 import onnx
 
-from rknnrt.toolkit.passes import fold_batchnorm, fold_constants, remove_identity
+from rknnrt.toolkit.passes import fold_batchnorm, fold_constants, fold_scale_shift, remove_identity
 from rknnrt.toolkit.passes._graph import infer_shapes
 
-__all__ = ["PIPELINE", "fold_batchnorm", "fold_constants", "remove_identity", "run_all"]
+__all__ = ["PIPELINE", "fold_batchnorm", "fold_constants", "fold_scale_shift", "remove_identity",
+           "run_all"]  # fmt: skip
 
 # Folding runs again last: fused Conv weights and bypassed nodes can expose new constants.
 PIPELINE: tuple[Callable[[onnx.ModelProto], onnx.ModelProto], ...] = (
     fold_constants.run,
     remove_identity.run,
     fold_batchnorm.run,
+    fold_scale_shift.run,
     fold_constants.run,
 )
 
