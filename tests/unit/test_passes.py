@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from rknnrt.toolkit import passes
-from rknnrt.toolkit.passes import fold_batchnorm, fold_constants, remove_identity
+from rknnrt.toolkit.passes import fold_batchnorm, fold_constants, fold_scale_shift, remove_identity
 
 FLOAT = TensorProto.FLOAT
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
@@ -246,6 +246,7 @@ def test_pipeline_order():
         fold_constants.run,
         remove_identity.run,
         fold_batchnorm.run,
+        fold_scale_shift.run,
         fold_constants.run,
     )
 
