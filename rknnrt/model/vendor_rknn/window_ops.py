@@ -13,15 +13,21 @@ flips the int8 rounding of exact ties (a value like -70.5 steps) in 0.5% of the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from .fileformat import Node, Tensor
 from .flatbuf import VendorFormatError
 
-if TYPE_CHECKING:
-    from .rebuild import GraphBuilder
+
+class GraphBuilder(Protocol):
+    """What the pooling rebuild needs of rebuild.GraphBuilder (no import: rebuild imports
+    this module)."""
+
+    def const(self, array: np.ndarray, hint: str) -> str: ...
+
+    def add(self, op: str, inputs: list[str], hint: str, **attrs: object) -> str: ...
 
 # MaxPool: auto_pad 0, ceil_mode 1, dilations 2, kernel_shape 3, pads 4, storage_order 5,
 # strides 6. AveragePool: auto_pad 0, ceil_mode 1, count_include_pad 2, kernel_shape 3,

@@ -91,7 +91,9 @@ def fold_identity_into_depthwise(model: onnx.ModelProto) -> onnx.ModelProto:
     return out
 
 
-def oversized_maxpool_as_global(model: onnx.ModelProto) -> onnx.ModelProto:
+def _replace_nodes(model: onnx.ModelProto, replacement) -> onnx.ModelProto:
+    """A copy of `model` where each node for which `replacement(node, shape of its first
+    input, shapes, graph)` returns a list of nodes is replaced by them (None: kept)."""
     shapes = _shapes(model)
     out = onnx.ModelProto()
     out.CopyFrom(model)
@@ -99,26 +101,33 @@ def oversized_maxpool_as_global(model: onnx.ModelProto) -> onnx.ModelProto:
     nodes: list[onnx.NodeProto] = []
     changed = False
     for node in graph.node:
-        shape = shapes.get(node.input[0], []) if node.op_type == "MaxPool" else []
-        kernel = list(_attr(node, "kernel_shape", []))
-        if (len(shape) == 4 and len(kernel) == 2 and all(d > 0 for d in shape)
-                and shape[2] < kernel[0] and shape[3] < kernel[1] and len(node.output) == 1
-                and shapes.get(node.output[0]) == shape):  # fmt: skip
-            pooled = f"{node.output[0]}_mp"
-            size = f"{node.output[0]}_mp_shape"
-            graph.initializer.append(numpy_helper.from_array(np.array(shape, np.int64), size))
-            nodes.append(helper.make_node("GlobalMaxPool", [node.input[0]], [pooled],
-                                          name=pooled))  # fmt: skip
-            nodes.append(helper.make_node("Expand", [pooled, size], list(node.output),
-                                          name=node.name or node.output[0]))  # fmt: skip
-            changed = True
-        else:
-            nodes.append(node)
+        made = replacement(node, shapes.get(node.input[0], []) if node.input else [], shapes,
+                           graph)  # fmt: skip
+        nodes.extend(made if made is not None else [node])
+        changed = changed or made is not None
     if not changed:
         return out
     del graph.node[:]
     graph.node.extend(nodes)
     return onnx.shape_inference.infer_shapes(out)
+
+
+def _global_max(node: onnx.NodeProto, shape: list[int], shapes: dict,
+                graph: onnx.GraphProto) -> list[onnx.NodeProto] | None:  # fmt: skip
+    kernel = list(_attr(node, "kernel_shape", []))
+    if not (node.op_type == "MaxPool" and len(shape) == 4 and len(kernel) == 2
+            and all(d > 0 for d in shape) and shape[2] < kernel[0] and shape[3] < kernel[1]
+            and len(node.output) == 1 and shapes.get(node.output[0]) == shape):  # fmt: skip
+        return None
+    pooled, size = f"{node.output[0]}_mp", f"{node.output[0]}_mp_shape"
+    graph.initializer.append(numpy_helper.from_array(np.array(shape, np.int64), size))
+    return [helper.make_node("GlobalMaxPool", [node.input[0]], [pooled], name=pooled),
+            helper.make_node("Expand", [pooled, size], list(node.output),
+                             name=node.name or node.output[0])]  # fmt: skip
+
+
+def oversized_maxpool_as_global(model: onnx.ModelProto) -> onnx.ModelProto:
+    return _replace_nodes(model, _global_max)
 
 
 GLOBAL_POOL_WINDOW = 7
@@ -129,45 +138,33 @@ def _pads(size: int) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
-def global_pool_as_convs(model: onnx.ModelProto) -> onnx.ModelProto:
-    shapes = _shapes(model)
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    graph = out.graph
-    nodes: list[onnx.NodeProto] = []
-    changed = False
-    for node in graph.node:
-        shape = shapes.get(node.input[0], []) if node.op_type == "GlobalAveragePool" else []
-        if (len(shape) != 4 or not all(d > 0 for d in shape)
-                or max(shape[2:]) <= GLOBAL_POOL_WINDOW
-                or max(shape[2:]) > GLOBAL_POOL_WINDOW**2):  # fmt: skip
-            nodes.append(node)
-            continue
-        channels, height, width = shape[1:]
-        weight = np.float32(1.0 / np.sqrt(height * width))
-        grid = [-(-height // GLOBAL_POOL_WINDOW), -(-width // GLOBAL_POOL_WINDOW)]
-        (top, bottom), (left, right) = _pads(height), _pads(width)
-        base = node.name or node.output[0]
-        first = f"{base}_2conv0"
-        w0, w1 = f"{first}_w", f"{base}_2conv1_w"
-        window = (GLOBAL_POOL_WINDOW, GLOBAL_POOL_WINDOW)
-        graph.initializer.append(numpy_helper.from_array(
-            np.full((channels, 1, *window), weight), w0))  # fmt: skip
-        graph.initializer.append(numpy_helper.from_array(
-            np.full((channels, 1, *grid), weight), w1))  # fmt: skip
-        nodes.append(helper.make_node(
-            "Conv", [node.input[0], w0], [first], name=first, group=channels,
-            kernel_shape=[GLOBAL_POOL_WINDOW] * 2, strides=[GLOBAL_POOL_WINDOW] * 2,
-            pads=[top, left, bottom, right]))  # fmt: skip
-        nodes.append(helper.make_node("Conv", [first, w1], list(node.output), name=base,
-                                      group=channels, kernel_shape=grid))  # fmt: skip
-        changed = True
-    if not changed:
-        return out
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return onnx.shape_inference.infer_shapes(out)
+def _two_convs(node: onnx.NodeProto, shape: list[int], shapes: dict,
+               graph: onnx.GraphProto) -> list[onnx.NodeProto] | None:  # fmt: skip
+    if (node.op_type != "GlobalAveragePool" or len(shape) != 4 or not all(d > 0 for d in shape)
+            or max(shape[2:]) <= GLOBAL_POOL_WINDOW
+            or max(shape[2:]) > GLOBAL_POOL_WINDOW**2):  # fmt: skip
+        return None
+    channels, height, width = shape[1:]
+    weight = np.float32(1.0 / np.sqrt(height * width))
+    grid = [-(-height // GLOBAL_POOL_WINDOW), -(-width // GLOBAL_POOL_WINDOW)]
+    (top, bottom), (left, right) = _pads(height), _pads(width)
+    base = node.name or node.output[0]
+    first = f"{base}_2conv0"
+    w0, w1 = f"{first}_w", f"{base}_2conv1_w"
+    window = (GLOBAL_POOL_WINDOW, GLOBAL_POOL_WINDOW)
+    graph.initializer.append(numpy_helper.from_array(
+        np.full((channels, 1, *window), weight), w0))  # fmt: skip
+    graph.initializer.append(numpy_helper.from_array(
+        np.full((channels, 1, *grid), weight), w1))  # fmt: skip
+    return [helper.make_node("Conv", [node.input[0], w0], [first], name=first, group=channels,
+                             kernel_shape=list(window), strides=list(window),
+                             pads=[top, left, bottom, right]),
+            helper.make_node("Conv", [first, w1], list(node.output), name=base,
+                             group=channels, kernel_shape=grid)]  # fmt: skip
 
+
+def global_pool_as_convs(model: onnx.ModelProto) -> onnx.ModelProto:
+    return _replace_nodes(model, _two_convs)
 
 # In the order quantize_model applies them.
 ALL = (fold_identity_into_depthwise, oversized_maxpool_as_global, global_pool_as_convs)
