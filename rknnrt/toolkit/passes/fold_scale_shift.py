@@ -130,7 +130,8 @@ def _standalone_as_depthwise(model: onnx.ModelProto, taken: set[str]) -> onnx.Mo
                                         node.name, taken, graph))  # fmt: skip
                 continue
         pair = _operands(node, inits) if node.op_type == "Mul" else None
-        factor = _const(inits, pair[1]) if pair else None
+        factor = _const(inits, pair[1]) if pair and inits[pair[1]].data_type == \
+            onnx.TensorProto.FLOAT else None  # fmt: skip
         x_shape = shapes.get(pair[0], []) if pair else []
         # a scalar factor is left alone (x * 0.5 inside decomposed activations)
         scale = _per_channel(factor, x_shape[1] if len(x_shape) == 4 else None) if (
