@@ -1,14 +1,16 @@
 """Quantisation as the vendor's toolkit does it: calibrate, choose scales, rewrite the graph.
 
-w8a8: every tensor the NPU stores gets int8 asymmetric per-tensor parameters from calibration
-('normal' = min/max; 'mmse' = the clipping range with the least quantisation error); weights are
-int8 symmetric per output channel ('channel') or per tensor ('layer'); biases int32 with scale
-s_in * s_w. The rewritten graph is ONNX QDQ (QuantizeLinear/DequantizeLinear around float ops),
-which onnxruntime fuses into integer kernels (QLinearConv, QGemm, ...): int32 accumulation and
-requantisation at each stored tensor, as on the NPU.
+w8a8: after the vendor's graph rewrites (passes.split_concat_conv, passes.vendor_rewrites),
+every tensor the NPU stores (graph.stored_tensors: fused ones are not) gets int8 asymmetric
+per-tensor parameters from calibration ('normal' = min/max; 'mmse', 'kl_divergence'); weights
+are int8 asymmetric per output channel ('channel') or per tensor ('layer'); biases int32 with
+scale s_in * s_w. The rewritten graph is ONNX QDQ (QuantizeLinear/DequantizeLinear around float
+ops), which onnxruntime fuses into integer kernels (QLinearConv, QGemm, ...): int32
+accumulation and requantisation at each stored tensor, as on the NPU.
 
-fp16: every stored tensor is rounded to float16 (Cast to float16 and back), weights are stored
-as float16, and the model's inputs and outputs are float16.
+fp16: every stored tensor is rounded to float16 (Cast to float16 and back; not again where its
+values are float16 already), weights are stored as float16, and the model's inputs and outputs
+are float16.
 """
 
 from __future__ import annotations
