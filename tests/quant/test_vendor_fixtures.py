@@ -26,6 +26,12 @@ FLOORS = {
     "avgpool_unit": (1.0, 0.99999, 1.0, 0),
     "sigmoid_range": (1.0, 0.99999, 1.0, 0),
     "light_squeezenet": (1.0, 0.9999, None, None),
+    "light_inception_v1": (1.0, 0.9999, None, None),
+    "light_inception_v2": (1.0, 0.9999, None, None),
+    # ties amplified through the network (docs/quantization.md, "What still differs")
+    "light_shufflenet": (1.0, 0.9995, None, None),
+    "light_resnet50": (1.0, 0.99, None, None),
+    "light_densenet121": (1.0, 0.9999, 0.999, None),
     "yolov5s_like": (1.0, 0.99999, 1.0, 0),
     "ocr_det_like": (1.0, 0.99999, 1.0, 1),
     "op_zoo": (1.0, 0.99995, None, 0),

@@ -37,16 +37,18 @@ def samples(model: onnx.ModelProto, count: int, seed: int) -> list[list[np.ndarr
 
 
 def rknnrt_side(model: onnx.ModelProto, calib: list[list[np.ndarray]], test: list[np.ndarray],
-                algorithm: str = "normal", method: str = "channel", **options) -> dict:  # fmt: skip
-    """Per-tensor (scale, zp), IO attributes and float outputs of rknnrt's int8 build."""
+                algorithm: str = "normal", method: str = "channel", values: bool = True,
+                **options) -> dict:  # fmt: skip
+    """Per-tensor (scale, zp), IO attributes and float outputs of rknnrt's int8 build;
+    `values`: also each stored tensor's int8 values on the test input (two extra runs)."""
     prepared = passes.run_all(model)
     quantized = quantize_model(prepared, calib, algorithm=algorithm,
                                per_channel=method == "channel", progress=lambda d, t: None,
                                **options)  # fmt: skip
     tensors = {n: {"scale": s, "zp": z} for n, (s, z) in quantized.tensor_qparams.items()}
-    for name, q in stored_values(quantized, test).items():
+    for name, q in (stored_values(quantized, test) if values else {}).items():
         tensors[name]["q"] = q
-    for name, q in stored_values(quantized, test, emulate=True).items():
+    for name, q in (stored_values(quantized, test, emulate=True) if values else {}).items():
         tensors[name]["q_emulated"] = q
     rknn = RKNN()
     rknn.config(target_platform="rk3588", quantized_algorithm=algorithm,

@@ -71,4 +71,10 @@ FIXTURES = {
     # SqueezeNet 1.0 with re-drawn weights: fire-module Concats, MaxPool, GAP, final Softmax
     # wrapped in Flatten/Reshape
     "light_squeezenet": lambda: redraw("light_squeezenet"),
+    # the other re-drawn light models (parameters and stored sets only: no values recorded)
+    "light_inception_v1": lambda: redraw("light_inception_v1"),  # LRN, padded pools
+    "light_inception_v2": lambda: redraw("light_inception_v2"),  # Conv-BN-Mul-Add-Relu
+    "light_shufflenet": lambda: redraw("light_shufflenet"),  # channel shuffle, AveragePool
+    "light_resnet50": lambda: redraw("light_resnet50"),  # opset-9 Sum, tiled stage-5 convs
+    "light_densenet121": lambda: redraw("light_densenet121"),  # Caffe-style BN, Concat
 }
