@@ -106,20 +106,14 @@ class InputPlan:
             data = layouts.nhwc_to_nchw(rows)
         else:
             data = data.reshape(self.shape)
-        if self.staged and self.mean is None and input_casts.fits(data, out):
-            if self.quantized:  # one onnxruntime pass instead of numpy's five (same values)
-                input_casts.quantize_int8(data, self.spec.scale, self.spec.zp, out)
-                return
-            if out.dtype == np.float16:
-                input_casts.to_float16(data, out)
-                return
+        if self.mean is None and self._onnxruntime_cast(data, out):
+            return
         target = np.empty(self.shape, np.float32) if self.staged else out
         np.copyto(target, data, casting="unsafe")
         if self.mean is not None:
             np.subtract(target, self.mean, out=target)
             np.divide(target, self.std, out=target)
-        if self.quantized and input_casts.fits(target, out):
-            input_casts.quantize_int8(target, self.spec.scale, self.spec.zp, out)
+        if self._onnxruntime_cast(target, out):
             return
         if self.quantized:  # q = round(clamp(x / scale + zp, -128, 127)) (facts §5.5)
             np.divide(target, self.spec.scale, out=target)
@@ -127,10 +121,21 @@ class InputPlan:
             target += self.spec.zp
             np.clip(target, -128, 127, out=target)
         if self.staged:
-            if out.dtype == np.float16 and input_casts.fits(target, out):
-                input_casts.to_float16(target, out)
-            else:
-                np.copyto(out, target, casting="unsafe")
+            np.copyto(out, target, casting="unsafe")
+
+    def _onnxruntime_cast(self, src: np.ndarray, out: np.ndarray) -> bool:
+        """out[...] = float32 `src` quantised (int8 models) or rounded to float16 in one
+        onnxruntime pass, with numpy's values (input_casts.fits); False where that does not
+        apply and numpy converts."""
+        if not (self.staged and input_casts.fits(src, out)):
+            return False
+        if self.quantized:
+            input_casts.quantize_int8(src, self.spec.scale, self.spec.zp, out)
+            return True
+        if out.dtype == np.float16:
+            input_casts.to_float16(src, out)
+            return True
+        return False
 
     def _convert_native(self, raw: np.ndarray, out: np.ndarray) -> None:
         """pass_through=1: the bytes are already in the native layout and dtype."""

@@ -21,13 +21,14 @@ from .fileformat import Node, Tensor
 from .flatbuf import VendorFormatError
 
 
-class GraphBuilder(Protocol):
+class Builder(Protocol):
     """What the pooling rebuild needs of rebuild.GraphBuilder (no import: rebuild imports
     this module)."""
 
     def const(self, array: np.ndarray, hint: str) -> str: ...
 
     def add(self, op: str, inputs: list[str], hint: str, **attrs: object) -> str: ...
+
 
 # MaxPool: auto_pad 0, ceil_mode 1, dilations 2, kernel_shape 3, pads 4, storage_order 5,
 # strides 6. AveragePool: auto_pad 0, ceil_mode 1, count_include_pad 2, kernel_shape 3,
@@ -81,7 +82,7 @@ def lrn_attrs(n: Node) -> dict[str, object]:
     return dict(size=size, alpha=alpha, beta=beta, bias=bias)
 
 
-def average_pool(b: GraphBuilder, x: str, n: Node, src: Tensor, out: Tensor) -> str:
+def average_pool(b: Builder, x: str, n: Node, src: Tensor, out: Tensor) -> str:
     """AveragePool as a row-major float32 sum of strided slices divided by the per-position
     count (pads excluded unless count_include_pad)."""
     attrs = pool_attrs(n)

@@ -105,6 +105,14 @@ def remove_where(field, drop: Callable[[int, Any], bool]) -> None:
         del field[i]
 
 
+def attr(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
+    """The value of `node`'s attribute `name`, or `default` when it is not set."""
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
 def drop_unused_initializers(graph: onnx.GraphProto) -> None:
     """Remove initializers nothing reads, and their (IR < 4 style) graph-input entries."""
     names = used(graph)

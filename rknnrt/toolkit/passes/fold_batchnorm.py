@@ -11,8 +11,26 @@ from onnx import numpy_helper
 from rknnrt.toolkit.passes import _graph
 
 
-def _attrs(node: onnx.NodeProto) -> dict:
-    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+def inference_form(bn: onnx.NodeProto, inits: dict) -> bool:
+    """A BatchNormalization in constant inference form: constant parameters, no training-mode
+    outputs, per-channel statistics."""
+    if bn.op_type != "BatchNormalization" or bn.domain not in _graph.DEFAULT_DOMAINS:
+        return False
+    if len(bn.input) != 5 or any(name not in inits for name in bn.input[1:]):
+        return False
+    if any(bn.output[1:]):  # training-mode running statistics are requested
+        return False
+    # spatial=0 (opset < 9) normalizes per activation, not per channel.
+    return not _graph.attr(bn, "training_mode", 0) and _graph.attr(bn, "spatial", 1) != 0
+
+
+def scale_and_terms(bn: onnx.NodeProto, inits: dict) -> tuple[np.ndarray, ...]:
+    """(s, bias, mean) in float64 of an inference-form BN: BN(x) = (x - mean) * s + bias with
+    s = scale / sqrt(var + eps)."""
+    scale, bias, mean, var = (
+        numpy_helper.to_array(inits[n]).astype(np.float64) for n in bn.input[1:]
+    )
+    return scale / np.sqrt(var + _graph.attr(bn, "epsilon", 1e-5)), bias, mean
 
 
 def _fusable(conv, bn, inits: dict, outputs: set[str], uses: Counter) -> bool:
@@ -24,13 +42,7 @@ def _fusable(conv, bn, inits: dict, outputs: set[str], uses: Counter) -> bool:
         return False
     if conv.output[0] in outputs or uses[conv.output[0]] != 1:
         return False
-    if len(bn.input) != 5 or any(name not in inits for name in bn.input[1:]):
-        return False
-    if any(bn.output[1:]):  # training-mode running statistics are requested
-        return False
-    attrs = _attrs(bn)
-    # spatial=0 (opset < 9) normalizes per activation, not per channel.
-    return not attrs.get("training_mode", 0) and attrs.get("spatial", 1) != 0
+    return inference_form(bn, inits)
 
 
 def _fold(conv, bn, inits: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -38,10 +50,7 @@ def _fold(conv, bn, inits: dict) -> tuple[np.ndarray, np.ndarray]:
     w = numpy_helper.to_array(inits[conv.input[1]])
     has_b = len(conv.input) > 2 and conv.input[2]
     b = numpy_helper.to_array(inits[conv.input[2]]) if has_b else np.zeros(w.shape[0])
-    scale, bias, mean, var = (
-        numpy_helper.to_array(inits[n]).astype(np.float64) for n in bn.input[1:]
-    )
-    s = scale / np.sqrt(var + _attrs(bn).get("epsilon", 1e-5))
+    s, bias, mean = scale_and_terms(bn, inits)
     # Output channels are W's axis 0 for every group count, so grouped convs need nothing extra.
     w2 = w.astype(np.float64) * s.reshape(-1, *[1] * (w.ndim - 1))
     b2 = (b.astype(np.float64) - mean) * s + bias

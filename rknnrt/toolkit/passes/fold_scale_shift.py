@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from rknnrt.toolkit.passes import _graph
+from rknnrt.toolkit.passes import _graph, fold_batchnorm
 
 
 def _const(inits: dict, name: str) -> np.ndarray | None:
@@ -119,16 +119,11 @@ def _standalone_as_depthwise(model: onnx.ModelProto, taken: set[str]) -> onnx.Mo
             continue
         shape = shapes.get(node.input[0], []) if node.input else []
         channels = shape[1] if len(shape) == 4 and shape[1] > 0 else None
-        if (node.op_type == "BatchNormalization" and node.domain in _graph.DEFAULT_DOMAINS
-                and len(node.input) == 5 and all(n in inits for n in node.input[1:])
-                and not any(node.output[1:]) and channels is not None):  # fmt: skip
-            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-            if not attrs.get("training_mode", 0) and attrs.get("spatial", 1) != 0:
-                scale, bias, mean, var = (_const(inits, n) for n in node.input[1:])
-                s = scale / np.sqrt(var + attrs.get("epsilon", 1e-5))
-                nodes.append(_depthwise(node.input[0], node.output[0], s, bias - mean * s,
-                                        node.name, taken, graph))  # fmt: skip
-                continue
+        if fold_batchnorm.inference_form(node, inits) and channels is not None:
+            s, bias, mean = fold_batchnorm.scale_and_terms(node, inits)
+            nodes.append(_depthwise(node.input[0], node.output[0], s, bias - mean * s,
+                                    node.name, taken, graph))  # fmt: skip
+            continue
         pair = _operands(node, inits) if node.op_type == "Mul" else None
         factor = _const(inits, pair[1]) if pair and inits[pair[1]].data_type == \
             onnx.TensorProto.FLOAT else None  # fmt: skip

@@ -19,6 +19,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from rknnrt.toolkit.passes import _graph
+
 SPLIT_MARK = "__concat_split"
 # Producers of the Concat inputs in every split the vendor made (SqueezeNet: Relu after Conv;
 # ocr_det_like: Conv, Resize). It did NOT split any of yolov5s_like's three Concat -> Conv
@@ -29,13 +31,6 @@ _SPLIT_PRODUCERS = frozenset({"Conv", "Relu", "Clip", "Resize", "Upsample"})
 # 512x128, 1024x64, 1024x128, 2048x64 and in every SqueezeNet fire module (C_out 16..64); not
 # split at 512x256, 512x512, 64/128/256x1000 nor SqueezeNet's final 512x1000 conv10.
 MAX_SPLIT_OUT_CHANNELS = 128
-
-
-def _attr(node: onnx.NodeProto, name: str, default):
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
 
 
 def _channels(model: onnx.ModelProto, name: str) -> int | None:
@@ -63,14 +58,14 @@ def run(model: onnx.ModelProto, keep: frozenset[str] = frozenset()) -> onnx.Mode
     dropped: set[int] = set()
     replacements: dict[int, list[onnx.NodeProto]] = {}
     for index, node in enumerate(graph.node):
-        if node.op_type != "Concat" or _attr(node, "axis", None) not in (1, -3):
+        if node.op_type != "Concat" or _graph.attr(node, "axis", None) not in (1, -3):
             continue
         users = consumers.get(node.output[0], [])
         if len(users) != 1 or node.output[0] in outputs or len(node.input) < 2:
             continue
         conv = users[0]
         if (conv.op_type != "Conv" or conv.input[0] != node.output[0] or conv.name in keep
-                or _attr(conv, "group", 1) != 1 or conv.input[1] not in inits):  # fmt: skip
+                or _graph.attr(conv, "group", 1) != 1 or conv.input[1] not in inits):  # fmt: skip
             continue
         producers = {o: n.op_type for n in graph.node for o in n.output}
         if any(producers.get(name) not in _SPLIT_PRODUCERS for name in node.input):
@@ -146,7 +141,7 @@ def split_wide_convs(model: onnx.ModelProto, keep: frozenset[str] = frozenset())
         )
         dims = list(weight.dims) if weight is not None else []
         reduction = int(np.prod(dims[1:])) if len(dims) == 4 else 0
-        if (weight is None or node.name in keep or _attr(node, "group", 1) != 1
+        if (weight is None or node.name in keep or _graph.attr(node, "group", 1) != 1
                 or not TILE_LIMIT < reduction <= 2 * TILE_LIMIT or dims[1] % 2):  # fmt: skip
             nodes.append(node)
             continue

@@ -28,12 +28,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-
-def _attr(node: onnx.NodeProto, name: str, default):
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
+from rknnrt.toolkit.passes import _graph
 
 
 def _shapes(model: onnx.ModelProto) -> dict[str, list[int]]:
@@ -45,11 +40,11 @@ def _same_size_depthwise(conv: onnx.NodeProto, weight: np.ndarray) -> bool:
     """A depthwise conv whose output has its input's size, so x equals its centre tap."""
     channels, one, kh, kw = weight.shape if weight.ndim == 4 else (0, 0, 0, 0)
     return (
-        one == 1 and channels == _attr(conv, "group", 1) and kh % 2 == 1 and kw % 2 == 1
-        and list(_attr(conv, "strides", [1, 1])) == [1, 1]
-        and list(_attr(conv, "dilations", [1, 1])) == [1, 1]
-        and list(_attr(conv, "pads", [0, 0, 0, 0])) == [kh // 2, kw // 2, kh // 2, kw // 2]
-        and _attr(conv, "auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET")
+        one == 1 and channels == _graph.attr(conv, "group", 1) and kh % 2 == 1 and kw % 2 == 1
+        and list(_graph.attr(conv, "strides", [1, 1])) == [1, 1]
+        and list(_graph.attr(conv, "dilations", [1, 1])) == [1, 1]
+        and list(_graph.attr(conv, "pads", [0, 0, 0, 0])) == [kh // 2, kw // 2, kh // 2, kw // 2]
+        and _graph.attr(conv, "auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET")
     )  # fmt: skip
 
 
@@ -114,7 +109,7 @@ def _replace_nodes(model: onnx.ModelProto, replacement) -> onnx.ModelProto:
 
 def _global_max(node: onnx.NodeProto, shape: list[int], shapes: dict,
                 graph: onnx.GraphProto) -> list[onnx.NodeProto] | None:  # fmt: skip
-    kernel = list(_attr(node, "kernel_shape", []))
+    kernel = list(_graph.attr(node, "kernel_shape", []))
     if not (node.op_type == "MaxPool" and len(shape) == 4 and len(kernel) == 2
             and all(d > 0 for d in shape) and shape[2] < kernel[0] and shape[3] < kernel[1]
             and len(node.output) == 1 and shapes.get(node.output[0]) == shape):  # fmt: skip

@@ -23,7 +23,9 @@ KEEP_INPUT_QUANT = frozenset(
 SPLIT_KEEPS_INPUT_QUANT = KEEP_INPUT_QUANT | {"Split"}
 # An activation right after these is fused on the NPU: the tensor between is never stored.
 # A two-input opset-9 Sum is the vendor's Add (issue 15 cause 5; ShuffleNet's residuals).
-_FUSES_ACTIVATION = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sum"})
+_COMPUTES = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
+_ADDS = frozenset({"Add", "Sum"})
+_FUSES_ACTIVATION = _COMPUTES | _ADDS
 # Activations computed inside the producing op on its unrounded result: the tensor between is
 # never stored. Measured with the vendor's simulator (the accuracy_analysis dumps that
 # tools/vendor_diff records): conv3 before hardswish5 (ocr_det_like), before leakyrelu5
@@ -64,7 +66,7 @@ def stored_tensors(graph: onnx.GraphProto) -> list[str]:
                 and out not in outputs
                 and (
                     (len(users) == 1 and users[0].op_type in (
-                        _ADD_ACTIVATIONS if node.op_type in ("Add", "Sum") else _ACTIVATIONS))
+                        _ADD_ACTIVATIONS if node.op_type in _ADDS else _ACTIVATIONS))
                     or _feeds_only_silu(out, users, consumers, outputs)
                 )
             )
@@ -87,7 +89,7 @@ def _layout_before_activation(graph: onnx.GraphProto, consumers: dict,
     yolov5s_like's conv96 and conv107 are unrounded in the simulator's dumps."""
     skipped: set[str] = set()
     for node in graph.node:
-        if node.op_type not in ("Conv", "ConvTranspose", "Gemm", "MatMul"):
+        if node.op_type not in _COMPUTES:
             continue
         chain, name = [], node.output[0]
         while name not in outputs and len(consumers.get(name, [])) == 1:
