@@ -92,3 +92,31 @@ def test_a_scalar_factor_and_a_shared_conv_stay() -> None:
     assert ops == ["Conv", "Conv", "Add", "Mul"]  # only the per-channel Mul became a conv
     x = RNG.rand(1, 3, 4, 4).astype(np.float32)
     np.testing.assert_allclose(_run(out, x), _run(model, x), rtol=1e-6)
+
+
+def test_uniform_scale_and_shift_join_the_batchnorm_before_them() -> None:
+    """Mul and Add constants whose elements are all equal (DenseNet's 0.02 after its Concats)
+    fold into the standalone BN's depthwise conv, as the vendor's log shows ('fuse_mul_into_bn',
+    'fuse_add_into_bn'); a per-channel Add after a uniform Mul stays an Add (probed)."""
+    from rknnrt.toolkit import passes
+
+    model = _densenet_like()
+    inits = {t.name: t for t in model.graph.initializer}
+    for name in ("b_k", "b_t"):  # the scale/shift after the pool: all elements 0.02
+        inits[name].CopyFrom(numpy_helper.from_array(np.full((4, 1, 1), 0.02, np.float32), name))
+    folded = passes.run_all(model)
+    assert [n.op_type for n in folded.graph.node] == ["Conv", "Relu", "MaxPool", "Conv", "Relu",
+                                                      "Conv"]  # fmt: skip
+    depthwise = folded.graph.node[3]
+    assert depthwise.output[0] == "ss1"
+    x = RNG.rand(1, 3, 8, 8).astype(np.float32)
+    np.testing.assert_allclose(_run(folded, x), _run(model, x), rtol=1e-5, atol=1e-5)
+    q = quantize_model(folded, [[x]], progress=lambda d, t: None).tensor_qparams
+    assert "bn1" not in q and "ss1" not in q and "r1" in q  # one op, its Relu fused
+    # only one of the two uniform: the Mul joins the BN, the per-channel Add stays apart
+    inits["b_t"].CopyFrom(numpy_helper.from_array((RNG.randn(4, 1, 1) * 0.2).astype(
+        np.float32), "b_t"))  # fmt: skip
+    folded = passes.run_all(model)
+    assert [n.op_type for n in folded.graph.node][3:5] == ["Conv", "Add"]
+    assert folded.graph.node[3].output[0] == "b_mul"
+    np.testing.assert_allclose(_run(folded, x), _run(model, x), rtol=1e-5, atol=1e-5)

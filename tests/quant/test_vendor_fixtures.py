@@ -24,14 +24,16 @@ DATA = os.path.join(os.path.dirname(__file__), "data")
 # stored tensors NOT bit-equal to the simulator's (each within one step: a rounding tie))
 FLOORS = {
     "avgpool_unit": (1.0, 0.99999, 1.0, 0),
+    "bn_ties": (1.0, 0.999999, 1.0, 0),
     "sigmoid_range": (1.0, 0.99999, 1.0, 0),
     "light_squeezenet": (1.0, 0.9999, None, None),
     "light_inception_v1": (1.0, 0.9999, None, None),
     "light_inception_v2": (1.0, 0.9999, None, None),
-    # ties amplified through the network (docs/quantization.md, "What still differs")
-    "light_shufflenet": (1.0, 0.9995, None, None),
-    "light_resnet50": (1.0, 0.99, None, None),
-    "light_densenet121": (1.0, 0.9999, 0.999, None),
+    # ties amplified through the network (docs/quantization.md, "What still differs"): on
+    # ResNet-50 which side of each tie wins moves the output's cosine between 0.989 and 0.997
+    "light_shufflenet": (1.0, 0.9998, None, None),
+    "light_resnet50": (1.0, 0.985, None, None),
+    "light_densenet121": (1.0, 0.99997, 0.999, None),
     "yolov5s_like": (1.0, 0.99999, 1.0, 0),
     "ocr_det_like": (1.0, 0.99999, 1.0, 1),
     "op_zoo": (1.0, 0.99995, None, 0),
@@ -41,6 +43,9 @@ FLOORS = {
 # tensors the vendor rounds that rknnrt does not store: op_zoo's linear Resize, which the
 # vendor runs as a convolution (`resize26_conv`); rknnrt keeps the Resize
 VENDOR_ONLY_STORED = {"op_zoo": ["resize26_conv"]}
+# models whose calibrated ranges equal the vendor's to the last float32 bit (elsewhere the two
+# float forward passes differ in the last bits of some extremes: docs/quantization.md)
+RANGES_BIT_EQUAL = {"bn_ties", "op_zoo", "sigmoid_range", "two_io"}
 
 
 @pytest.mark.parametrize(
@@ -62,6 +67,9 @@ def test_agreement_with_the_recorded_vendor_build(name) -> None:
     assert tensors["agreement"] >= agreement, tensors
     assert tensors["stored_by_rknnrt_only"] == []
     assert tensors["stored_by_vendor_only"] == VENDOR_ONLY_STORED.get(name, [])
+    if name in RANGES_BIT_EQUAL:
+        assert tensors["range_bit_equal"] == len(tensors["pairs"]), tensors
+    assert tensors["range_max_ulps"] <= 500  # within 5e-5 of the vendor's everywhere
     if not_equal is not None:
         assert tensors["valued"] == len(tensors["pairs"])  # every shared tensor compared
         assert tensors["valued"] - tensors["bit_equal"] <= not_equal, tensors
@@ -70,6 +78,8 @@ def test_agreement_with_the_recorded_vendor_build(name) -> None:
         assert tensors["valued_single"] >= tensors["valued"] - len(model.graph.input) - len(
             model.graph.output)  # fmt: skip
         assert tensors["max_steps_single"] <= 1
+        # every single-layer difference is a rounding tie: no weight, bias or rule differs
+        assert tensors["off_tie_single"] == 0, tensors
     for out in result["outputs"]:
         assert out["cosine"] >= min_cos, out
         if min_within is not None:
@@ -120,4 +130,31 @@ def test_single_layer_values_read_the_vendors_inputs() -> None:
     pairs = diff(model, vendor, data[:-1], data[-1])["tensors"]["pairs"]
     assert pairs["res"]["equal"] == 1.0  # rknnrt's own chain still equals the vendor's res
     assert pairs["res"]["equal_single"] < 0.5  # computed from the moved r1
+    # not ties: the metric that clears the fixtures above sees these differences
+    assert pairs["res"]["off_tie_single"] > pairs["res"]["differ_single"] // 2 > 0
     assert pairs["r1"]["equal"] < 0.5
+
+
+def test_range_ulps_counts_float32_steps_between_calibrated_ranges() -> None:
+    import numpy as np
+
+    from tools.vendor_diff.compare import range_ulps
+
+    hi = np.float32(5.136971)  # a calibrated range (max - min), float32
+    assert range_ulps(float(hi) / 255, float(hi) / 255) == 0
+    up = np.nextafter(np.nextafter(hi, np.float32(9)), np.float32(9))
+    assert range_ulps(float(hi) / 255, float(up) / 255) == 2
+    assert range_ulps(float(up) / 255, float(hi) / 255) == 2
+
+
+def test_off_tie_counts_differences_away_from_a_rounding_tie() -> None:
+    import numpy as np
+
+    from tools.vendor_diff.compare import off_tie
+
+    vendor = np.array([1, 2, 3, 127, -5], np.int8)
+    ours = np.array([1, 3, 2, 126, -5], np.int8)
+    exact = np.array([1.1, 2.5001, 2.7, 200.0, -5.5])  # rknnrt's values before rounding
+    # 2.5001 is a tie (either side may win); 2.7 is not; nor is 200, beyond the int8 range
+    assert off_tie(vendor, ours, exact) == 2
+    assert off_tie(vendor, ours, exact, margin=0.25) == 1

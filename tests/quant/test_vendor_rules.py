@@ -9,7 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from rknnrt.toolkit.passes import split_concat_conv
 from rknnrt.toolkit.quantize import quantize_model, stored_tensors
-from rknnrt.toolkit.quantize.rules import calibration_bounds, weight_qparams
+from rknnrt.toolkit.quantize.rules import calibration_bounds, quantize_weight, weight_qparams
 
 QUIET = {"progress": lambda d, t: None}
 
@@ -55,6 +55,19 @@ def _concat_conv_model(producer: str) -> onnx.ModelProto:
 def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return session.run(None, {"x": x})[0]
+
+
+def test_weights_divide_in_float32_as_the_vendor_simulator() -> None:
+    # Weights one float32 rounding from a .5 tie: w / s in float32 is exactly -125.5 and
+    # -124.5 (rounded half to even: -126, -124), in float64 just past it (-125, -125).
+    s = np.float32(0.0018366154)
+    # (float32 values held in float64, as the converter reads them)
+    w = np.array([-0.23049523, -0.22865862], np.float32).astype(np.float64).reshape(2, 1, 1, 1)
+    q = quantize_weight(w, np.array([s, s], np.float32), np.zeros(2, np.int8), 0)
+    assert q.ravel().tolist() == [-126, -124]
+    # a zero point adds after the rounding
+    q = quantize_weight(w, np.array([s, s], np.float32), np.array([3, -1], np.int8), 0)
+    assert q.ravel().tolist() == [-123, -125]
 
 
 def test_concat_feeding_a_conv_is_split_into_partial_convs() -> None:

@@ -223,6 +223,24 @@ def test_fold_batchnorm_leaves_shared_conv_output():
     assert _ops(fold_batchnorm.run(before)) == _ops(before)
 
 
+def test_fold_batchnorm_folds_in_float32_as_the_vendor():
+    # W * (scale / sqrt(var + eps)) in float32: the folded weight's float32 rounding decides
+    # its int8 rounding near a tie (docs/quantization.md)
+    rng = np.random.default_rng(10)
+    before = _conv_bn_model(rng, channels=32)
+    inits = {t.name: numpy_helper.to_array(t) for t in before.graph.initializer}
+    after = fold_batchnorm.run(before)
+    folded = {t.name: numpy_helper.to_array(t) for t in after.graph.initializer}
+    w, b = (folded[name] for name in after.graph.node[0].input[1:3])
+    per_channel = (-1, 1, 1, 1)
+    s = inits["scale"] / np.sqrt(inits["var"] + np.float32(1e-5))
+    np.testing.assert_array_equal(w, inits["W"] * s.reshape(per_channel))
+    np.testing.assert_array_equal(b, (inits["B"] - inits["mean"]) * s + inits["beta"])
+    s64 = inits["scale"].astype(np.float64) / np.sqrt(inits["var"].astype(np.float64) + 1e-5)
+    wide = (inits["W"].astype(np.float64) * s64.reshape(per_channel)).astype(np.float32)
+    assert np.count_nonzero(w != wide) > 0  # folding in float64 rounds some weights otherwise
+
+
 def test_fold_batchnorm_leaves_bn_without_conv():
     rng = np.random.default_rng(9)
     inits = {k: _rand(rng, 3) for k in ("scale", "beta", "mean")}

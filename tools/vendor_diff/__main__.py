@@ -66,6 +66,8 @@ def diff(model: onnx.ModelProto, vendor: dict, calib: list, test: list,
     recorded = vendor_values(ours["tensors"], vendor["tensors"])
     for name, q in single_layer_values(ours["quantized"], test, recorded).items():
         ours["tensors"][name]["q_single"] = q
+    for name, r in single_layer_values(ours["quantized"], test, recorded, exact=True).items():
+        ours["tensors"][name]["r_single"] = r
     names = [o.name for o in model.graph.output]
     vendor_outputs = vendor["outputs"]
     return {
@@ -85,7 +87,10 @@ def report(result: dict) -> str:
     t = result["tensors"]
     lines = [f"tensors in both: {len(t['pairs'])}, scale (1e-4 rel) and zp agree: "
              f"{t['agreement']:.1%}; vendor only: {len(t['vendor_only'])}, rknnrt only: "
-             f"{len(t['rknnrt_only'])}"]  # fmt: skip
+             f"{len(t['rknnrt_only'])}",
+             f"calibrated ranges equal to the last float32 bit: {t['range_bit_equal']} of "
+             f"{len(t['pairs'])} (the rest within {t['range_max_ulps']} float32 steps)",
+             ]  # fmt: skip
     if t.get("valued"):
         lines.append(f"stored tensors bit-equal to the vendor simulator's: {t['bit_equal']} of "
                      f"{t['valued']} (max {t['max_steps']} steps); with float32 emulation "
@@ -93,7 +98,9 @@ def report(result: dict) -> str:
                      f"{t['max_steps_emulated']} steps)")  # fmt: skip
         lines.append(f"each computed from the vendor's own int8 inputs (single layer): "
                      f"{t['bit_equal_single']} of {t['valued_single']} bit-equal, max "
-                     f"{t['max_steps_single']} steps")  # fmt: skip
+                     f"{t['max_steps_single']} steps; {t['differ_single']} elements differ, "
+                     f"{t['off_tie_single']} of them more than 0.02 steps from a rounding tie "
+                     "(a weight, bias or rule difference)")  # fmt: skip
     if t.get("stored_by_vendor_only"):
         lines.append(f"  rounded by the vendor, not stored by rknnrt: "
                      f"{', '.join(t['stored_by_vendor_only'])}")  # fmt: skip

@@ -88,28 +88,48 @@ def stored_values(quantized, test: list[np.ndarray],
     return _run(program, quantized, test, exposed, {}, emulate)
 
 
-def single_layer_values(quantized, test: list[np.ndarray],
-                        vendor_q: dict[str, np.ndarray]) -> dict[str, np.ndarray]:  # fmt: skip
+def single_layer_values(quantized, test: list[np.ndarray], vendor_q: dict[str, np.ndarray],
+                        exact: bool = False) -> dict[str, np.ndarray]:  # fmt: skip
     """Each tensor rknnrt stores, computed from the vendor simulator's own int8 values of
     the tensors it reads (every stored tensor with a recorded vendor value is fed in place of
-    rknnrt's): only that op's own difference remains, none carried from earlier layers."""
+    rknnrt's): only that op's own difference remains, none carried from earlier layers.
+    `exact`: instead of the int8 values, the value before rounding in steps of the tensor's
+    grid (float32 emulation, float64 steps), which tells a rounding tie from a rule difference."""
     program = onnx.ModelProto()
     program.CopyFrom(quantized.program)
-    exposed, fed = {}, {}
+    exposed, fed, grids = {}, {}, {}
     for node in program.graph.node:
         base = node.output[0][: -len("__q")] if node.output[0].endswith("__q") else None
         if node.op_type != "QuantizeLinear" or base not in vendor_q:
             continue
         node.output[0] = f"{base}__q_own"
-        exposed[base] = f"{base}__q_own"
+        exposed[base] = node.input[0] if exact else f"{base}__q_own"
+        grids[base] = quantized.tensor_qparams[base]
         program.graph.input.append(onnx.helper.make_tensor_value_info(
             f"{base}__q", onnx.TensorProto.UINT8, list(vendor_q[base].shape)))  # fmt: skip
         fed[f"{base}__q"] = (vendor_q[base].astype(np.int16) + 128).astype(np.uint8)
-    return _run(program, quantized, test, exposed, fed, False) if exposed else {}
+    if not exposed:
+        return {}
+    if not exact:
+        return _run(program, quantized, test, exposed, fed, False)
+    values = _run(program, quantized, test, exposed, fed, True, floats=True)
+    return {name: v.astype(np.float64) / grids[name][0] + grids[name][1]
+            for name, v in values.items()}  # fmt: skip
+
+
+def off_tie(vendor_q: np.ndarray, ours_q: np.ndarray, exact: np.ndarray,
+            margin: float = 0.02) -> int:
+    """How many elements differ although rknnrt's value before rounding (`exact`, in steps)
+    lies more than `margin` steps from a rounding tie or outside the int8 range: differences
+    the two sides' float32 arithmetic cannot explain (a weight, bias or rule differs)."""
+    differ = vendor_q.ravel() != ours_q.ravel()
+    r = exact.ravel()
+    far = (np.abs(r - np.floor(r) - 0.5) > margin) | (r < -128.5) | (r > 127.5)
+    return int(np.count_nonzero(differ & far))
 
 
 def _run(program: onnx.ModelProto, quantized, test: list[np.ndarray], exposed: dict,
-         fed: dict, emulate: bool) -> dict[str, np.ndarray]:  # fmt: skip
+         fed: dict, emulate: bool, floats: bool = False) -> dict[str, np.ndarray]:  # fmt: skip
     import onnxruntime as ort
 
     known = {o.name for o in program.graph.output}
@@ -131,7 +151,7 @@ def _run(program: onnx.ModelProto, quantized, test: list[np.ndarray], exposed: d
     for name, v in zip(exposed, values):
         if v.dtype == np.uint8:  # stored as uint8 on the same grid, zp + 128 (qdq.py)
             v = (v.astype(np.int16) - 128).astype(np.int8)
-        if v.dtype == np.int8:
+        if v.dtype == np.int8 or (floats and v.dtype == np.float32):
             out[name] = v
     return out
 
@@ -200,7 +220,8 @@ def match(rknnrt_tensors: dict, vendor_tensors: dict) -> dict:
             rel = abs(r["scale"] - v["scale"]) / v["scale"]
             pairs[name] = {"vendor_name": vname, "rknnrt": [r["scale"], r["zp"]],
                            "vendor": [v["scale"], v["zp"]], "scale_rel": rel,
-                           "agree": rel <= 1e-4 and r["zp"] == v["zp"]}  # fmt: skip
+                           "agree": rel <= 1e-4 and r["zp"] == v["zp"],
+                           "range_ulps": range_ulps(r["scale"], v["scale"])}  # fmt: skip
             if "q" in v and "q" in r and v.get("rounded"):
                 a = _vendor_q(v).astype(np.int16).ravel()
                 for key, suffix in (("q", ""), ("q_emulated", "_emulated"),
@@ -210,6 +231,12 @@ def match(rknnrt_tensors: dict, vendor_tensors: dict) -> dict:
                         steps = np.abs(a - b)
                         pairs[name][f"equal{suffix}"] = float(np.mean(steps == 0))
                         pairs[name][f"max_steps{suffix}"] = int(steps.max())
+                single, exact = r.get("q_single"), r.get("r_single")
+                if single is not None and exact is not None and exact.size == a.size:
+                    pairs[name]["differ_single"] = int(np.count_nonzero(
+                        a != np.asarray(single, np.int16).ravel()))  # fmt: skip
+                    pairs[name]["off_tie_single"] = off_tie(a, np.asarray(single, np.int16),
+                                                            exact)  # fmt: skip
         elif name not in pairs:
             vendor_only.append(vname)
     rknnrt_only = sorted(set(rknnrt_tensors) - set(pairs))
@@ -225,8 +252,21 @@ def match(rknnrt_tensors: dict, vendor_tensors: dict) -> dict:
             "bit_equal_single": sum(p.get("equal_single") == 1.0 for p in valued),
             "valued_single": sum("equal_single" in p for p in valued),
             "max_steps_single": max((p.get("max_steps_single", 0) for p in valued), default=0),
+            "differ_single": sum(p.get("differ_single", 0) for p in valued),
+            "off_tie_single": sum(p.get("off_tie_single", 0) for p in valued),
             "max_steps_emulated": max((p.get("max_steps_emulated", 0) for p in valued),
-                                      default=0)}  # fmt: skip
+                                      default=0),
+            "range_bit_equal": sum(p["range_ulps"] == 0 for p in pairs.values()),
+            "range_max_ulps": max((p["range_ulps"] for p in pairs.values()), default=0),
+            }  # fmt: skip
+
+
+def range_ulps(scale_a: float, scale_b: float) -> int:
+    """How many float32 steps apart two calibrated ranges (scale * 255, a float32 max - min)
+    are: 0 where both sides' float forward passes found the same extremes to the last bit.
+    Where they differ, a value at an exact .5 of the grid rounds to either side."""
+    a, b = np.float32(scale_a * 255.0), np.float32(scale_b * 255.0)
+    return int(abs(int(a.view(np.int32)) - int(b.view(np.int32))))
 
 
 def output_steps(ours: list, vendor: list, vendor_tensors: dict, names: list[str]) -> list[dict]:

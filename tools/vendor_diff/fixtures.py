@@ -15,6 +15,7 @@ from shaped_models import ocr_det_like, op_zoo, yolov5s_like  # noqa: E402
 from test_quantization import mlp_model, two_io_model  # noqa: E402
 
 from .light import redraw  # noqa: E402
+from .tie_weights import load as load_tie_weights  # noqa: E402
 
 
 def sigmoid_range() -> onnx.ModelProto:
@@ -60,7 +61,36 @@ def avgpool_unit() -> onnx.ModelProto:
     return onnx.shape_inference.infer_shapes(model)
 
 
+def bn_ties() -> onnx.ModelProto:
+    """Conv -> BatchNorm -> Relu whose folded weights lie at float32 rounding ties (tie_weights:
+    the vendor's float32 folding and division decide them), then MaxPool -> BatchNorm -> Mul and
+    Add by constants whose elements are all equal (they join the BN) -> Relu -> 1x1 Conv."""
+    w, scale, var = load_tie_weights()
+    rng = np.random.RandomState(2)
+    node = helper.make_node
+    nodes = [node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1] * 4),
+             node("BatchNormalization", ["c", "s1", "b1", "m1", "v1"], ["bn1"]),
+             node("Relu", ["bn1"], ["r1"]),
+             node("MaxPool", ["r1"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             node("BatchNormalization", ["p", "s2", "b2", "m2", "v2"], ["bn2"]),
+             node("Mul", ["bn2", "k"], ["mul"]), node("Add", ["mul", "t"], ["add"]),
+             node("Relu", ["add"], ["r2"]),
+             node("Conv", ["r2", "w2"], ["y"], kernel_shape=[1, 1])]  # fmt: skip
+    inits = {"w": w, "s1": scale, "b1": np.full(4, 0.05), "m1": np.zeros(4), "v1": var,
+             "s2": rng.rand(4) + 0.5, "b2": rng.randn(4) * 0.1, "m2": rng.randn(4) * 0.2,
+             "v2": rng.rand(4) + 0.5, "k": np.full((4, 1, 1), 0.5), "t": np.full((4, 1, 1), 0.1),
+             "w2": rng.randn(2, 4, 1, 1) * 0.5}  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "bn_ties", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])],
+        [numpy_helper.from_array(np.asarray(v).astype(np.float32), k) for k, v in inits.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    return onnx.shape_inference.infer_shapes(model)
+
+
 FIXTURES = {
+    "bn_ties": bn_ties,  # float32 BN folding/division at weight ties; uniform Mul/Add join a BN
     "avgpool_unit": avgpool_unit,  # non-global AveragePool, Concat -> Relu
     "sigmoid_range": sigmoid_range,
     "yolov5s_like": yolov5s_like,  # Conv/SiLU, Concat, MaxPool (SPPF), Resize, Sigmoid head

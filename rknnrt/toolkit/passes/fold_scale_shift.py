@@ -8,11 +8,20 @@ BatchNormalization -> Mul -> Add, DenseNet-121).
   them as convolutions, so an int8 build quantises them as such (integer kernels, the Relu
   after them fused) instead of leaving float islands.
 
+- A Mul by a constant whose elements are all equal (and then such an Add) right after such
+  a BatchNormalization joins its depthwise convolution.
+
 Measured with rknn-toolkit2 2.5.0's simulator on DenseNet-121 (re-drawn; tools/vendor_diff):
 Conv -> BN -> Mul -> Add -> Relu stores only the Relu output (r5 unrounded, r1/r3 absent);
 MaxPool -> BN -> Mul -> Add -> Relu stores the BN output (r8) and the Relu output (r13), the
 Mul output (r10) is absent and the Add output (r12) unrounded: the BN is one op, Mul+Add
-another, the Relu fused into it.
+another, the Relu fused into it. After its Concats and AveragePools the Mul and Add constants
+are all 0.02 (as the light model ships them): the vendor's log shows 'shrink_mul_const' and
+'fuse_mul_into_bn' / 'fuse_add_into_bn', and the simulator has no BN or Mul output there (r23,
+r25 absent, r27 unrounded); with per-channel constants (probed at 64, 72, 96 and 128 channels
+after a MaxPool or AveragePool) it runs 'replace_mul_add_by_bn' and stores the BN output.
+Probed after a MaxPool: uniform Mul and Add both join the BN; a uniform Mul joins it and a
+per-channel Add after it stays an Add; a per-channel Mul with a uniform Add is one op apart.
 """
 
 from __future__ import annotations
@@ -41,6 +50,20 @@ def _per_channel(c: np.ndarray | None, channels: int | None) -> np.ndarray | Non
             c.shape[-3] == channels and (c.ndim == 3 or c.shape[0] == 1):  # fmt: skip
         return c.reshape(channels)
     return None
+
+
+def _uniform(inits: dict, pair: tuple[str, str] | None, x: str,
+             channels: int) -> float | None:  # fmt: skip
+    """The value of a constant operand (of a Mul/Add reading `x`) whose elements are all equal
+    and that broadcasts per channel or as a scalar: the vendor shrinks it to a scalar and folds
+    it into the BatchNormalization before it ('shrink_mul_const', 'fuse_mul_into_bn')."""
+    if pair is None or pair[0] != x or inits[pair[1]].data_type != onnx.TensorProto.FLOAT:
+        return None
+    c = _const(inits, pair[1])
+    values = _per_channel(c, channels)
+    if values is None or not np.all(values == values[0]):
+        return None
+    return float(values[0])
 
 
 def _operands(node: onnx.NodeProto, inits: dict) -> tuple[str, str] | None:
@@ -121,8 +144,19 @@ def _standalone_as_depthwise(model: onnx.ModelProto, taken: set[str]) -> onnx.Mo
         channels = shape[1] if len(shape) == 4 and shape[1] > 0 else None
         if fold_batchnorm.inference_form(node, inits) and channels is not None:
             s, bias, mean = fold_batchnorm.scale_and_terms(node, inits)
-            nodes.append(_depthwise(node.input[0], node.output[0], s, bias - mean * s,
-                                    node.name, taken, graph))  # fmt: skip
+            scale, shift, out = s, bias - mean * s, node.output[0]
+            for op_type in ("Mul", "Add"):  # a uniform Mul, then a uniform Add, join the BN
+                users = consumers.get(out, [])
+                user = users[0] if len(users) == 1 and uses[out] == 1 and \
+                    out not in outputs and users[0].op_type == op_type else None  # fmt: skip
+                pair = _operands(user, inits) if user is not None else None
+                c = _uniform(inits, pair, out, channels)
+                if c is None:
+                    continue
+                scale, shift = (scale * c, shift * c) if op_type == "Mul" else (scale, shift + c)
+                out = user.output[0]
+                absorbed.add(id(user))
+            nodes.append(_depthwise(node.input[0], out, scale, shift, node.name, taken, graph))
             continue
         pair = _operands(node, inits) if node.op_type == "Mul" else None
         factor = _const(inits, pair[1]) if pair and inits[pair[1]].data_type == \
