@@ -10,7 +10,7 @@ import numpy as np
 
 from ..model.errors import ModelFormatError
 from ..model.meta import ModelMeta, TensorSpec
-from . import fast_graph, int8_kernels, switches
+from . import fast_graph, fp16_layout, int8_kernels, switches
 from .errors import MODEL_INVALID, RknnError
 from .lazy_imports import onnx, ort
 
@@ -113,10 +113,14 @@ class Program:
             graph = fast_graph.rewrite(graph)  # exact, faster in onnxruntime
             if in_place:
                 graph = _weights_as_inputs(graph)
-            elif names:
-                options.add_external_initializers(
-                    names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values]
-                )
+            else:
+                weights_given = (names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values])
+                blocked = _fp16_blocked(graph, weights_given)
+                if blocked is not None:  # laid out, weights included: run as it is
+                    graph = blocked
+                    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                elif names:
+                    options.add_external_initializers(*weights_given)
             # enable_fallback=0: onnxruntime's Python layer would otherwise print "EP Error"
             # lines to stdout and retry the same provider when the session fails to build.
             self.session = ort.InferenceSession(
@@ -137,6 +141,18 @@ class Program:
                 f"graph IO {self.input_names} -> {self.output_names} does not match the "
                 f"metadata {expected_in} -> {expected_out}",
             )
+
+
+def _fp16_blocked(graph: bytes, weights_given: tuple) -> bytes | None:
+    """core/fp16_layout's graph for a float16 program (not an int8 one; RKNNRT_FP16_BLOCKED=0:
+    never); None keeps `graph`, also where onnxruntime cannot lay it out (that failure is the
+    plain session's to report, with the plain graph)."""
+    if not switches.fp16_blocked() or any(op in graph for op in _INTEGER_OPS):
+        return None  # (an int8 program's float16 islands keep their place)
+    try:
+        return fp16_layout.blocked_program(graph, lambda: session_options(graph), weights_given)
+    except Exception:  # onnx and onnxruntime raise several types; the plain path decides
+        return None
 
 
 _ORT_TYPES = {

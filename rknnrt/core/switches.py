@@ -49,7 +49,13 @@ PERF_HOST = Switch(
     "1: Time(us) of PERF_DETAIL and RKNN_QUERY_PERF_RUN report this PC's times instead of the "
     "estimated board times (read at each query; docs/performance.md)",
 )  # fmt: skip
-TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST)
+FP16_BLOCKED = Switch(
+    "RKNNRT_FP16_BLOCKED", "1",
+    "0 runs a float16 program's roundings where the toolkit wrote them instead of inside "
+    "onnxruntime's blocked layout (core/fp16_layout.py: same outputs, slower; read at rknn_init)",
+)  # fmt: skip
+TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
+         FP16_BLOCKED)  # fmt: skip
 
 
 def raw(switch: Switch) -> str:
@@ -90,6 +96,10 @@ def platform_name() -> str:
 
 def perf_host() -> bool:
     return raw(PERF_HOST) == "1"
+
+
+def fp16_blocked() -> bool:
+    return raw(FP16_BLOCKED) != "0"
 
 
 def call_wait_ms() -> int:

@@ -74,3 +74,15 @@ def value_moving_model(seed: int = 1, size: int = 8) -> onnx.ModelProto:
     f = b.node("Flatten", [s])
     w = b.rng.randn(f_len := half * half * 8, 7).astype(np.float32) / f_len**0.5
     return b.model(b.node("MatMul", [f, b.const(w)]), [1, 3, size, size])
+
+
+def residual_like(seed: int = 2, size: int = 16) -> onnx.ModelProto:
+    """Blocks onnxruntime lays out in its blocked format (16 and 32 channels): Conv+Relu, a
+    residual Add+Relu, MaxPool, two Convs into a Concat, a 1x1 Conv."""
+    b = Builder(seed)
+    a = b.node("Relu", [b.conv("x", 3, 16, 3)])
+    r = b.conv(b.node("Relu", [b.conv(a, 16, 16, 3)]), 16, 16, 1)
+    res = b.node("Relu", [b.node("Add", [r, a])])
+    p = b.node("MaxPool", [res], kernel_shape=[2, 2], strides=[2, 2])
+    cat = b.node("Concat", [b.node("Relu", [b.conv(p, 16, 32, 3)]), b.conv(p, 16, 32, 1)], axis=1)
+    return b.model(b.conv(cat, 64, 8), [1, 3, size, size])

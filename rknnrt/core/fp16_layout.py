@@ -1,0 +1,136 @@
+"""A float16 program's roundings moved inside onnxruntime's blocked (NCHWc) layout: exact.
+
+The toolkit's fp16 program rounds every stored tensor to float16 with a Cast pair (float32 ->
+float16 -> float32). On x86, onnxruntime runs convolutions, pools, Concat and residual adds in
+a blocked channel layout, and a Cast is not among the ops it keeps in that layout: around each
+pair it reorders the tensor out and back in (SqueezeNet fp16: the reorders took 1.2 ms of
+6.4, the Casts 0.8). A Cast is element-wise, so it gives the same values in either layout.
+
+So the runtime lets onnxruntime lay out the program without the pairs (each rounded tensor a
+graph output, so that no fusion reaches across it), then puts each pair back on the blocked
+tensor the rounded one came from, and runs that graph with no further optimisation. Outputs
+are bit-identical to the toolkit's graph (tests/perf/test_fp16_layout.py); run time against
+onnxruntime float32 on the re-drawn light models: SqueezeNet 1.29 -> 1.13, ResNet-50 1.20 ->
+1.12, Inception v2 1.13 -> 1.05, DenseNet-121 1.05 -> 0.91 (benchmarks/quantized.py).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+
+from .lazy_imports import onnx, ort
+
+_FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
+
+
+def _cast_to(node) -> int | None:
+    if node.op_type != "Cast" or node.domain not in ("", "ai.onnx"):
+        return None
+    return next((a.i for a in node.attribute if a.name == "to"), None)
+
+
+def rounding_pairs(graph) -> list[tuple]:
+    """(first Cast, second Cast) of each float32 -> float16 -> float32 rounding whose float32
+    source a node writes and only that Cast reads, and whose float16 value only the second
+    Cast reads; none of the three a graph output (a graph output's own Cast stays)."""
+    readers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    outputs = {o.name for o in graph.output}
+    written = {out for node in graph.node for out in node.output}
+    pairs = []
+    for node in graph.node:
+        if _cast_to(node) != _FLOAT16 or node.input[0] not in written:
+            continue
+        source, half = node.input[0], node.output[0]
+        after = readers.get(half, [])
+        if (len(readers.get(source, [])) == 1 and source not in outputs and half not in outputs
+                and len(after) == 1 and _cast_to(after[0]) == _FLOAT
+                and after[0].output[0] not in outputs):  # fmt: skip
+            pairs.append((node, after[0]))
+    return pairs
+
+
+def _without_pairs(model, pairs: list[tuple]) -> list[str]:
+    """Drop the pairs; their readers read the unrounded source, which becomes a graph output.
+    Returns the sources."""
+    graph = model.graph
+    dropped = {id(n) for pair in pairs for n in pair}
+    back = {second.output[0]: first.input[0] for first, second in pairs}
+    kept = [n for n in graph.node if id(n) not in dropped]
+    for node in kept:
+        for k, name in enumerate(node.input):
+            if name in back:
+                node.input[k] = back[name]
+    del graph.node[:]
+    graph.node.extend(kept)
+    sources = [first.input[0] for first, _ in pairs]
+    graph.output.extend(onnx.helper.make_empty_tensor_value_info(s) for s in sources)
+    return sources
+
+
+def _with_pairs(model, sources: list[str], outputs: list[str]) -> None:
+    """Put a rounding pair back on each source, on its blocked form where onnxruntime made one
+    (a ReorderOutput writes the source from it), and keep only the program's own outputs."""
+    graph = model.graph
+    producer = {out: node for node in graph.node for out in node.output}
+    rounded: dict[str, str] = {}
+    for source in sources:
+        node = producer.get(source)
+        target = node.input[0] if node is not None and node.op_type == "ReorderOutput" else source
+        rounded[target] = f"{target}__fp16_r"
+    nodes = []
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            if name in rounded:
+                node.input[k] = rounded[name]
+        nodes.append(node)
+        for out in node.output:
+            if out in rounded:
+                nodes.append(onnx.helper.make_node("Cast", [out], [f"{out}__fp16"], to=_FLOAT16))
+                nodes.append(onnx.helper.make_node("Cast", [f"{out}__fp16"], [rounded[out]],
+                                                   to=_FLOAT))  # fmt: skip
+    keep = [o for o in graph.output if o.name in set(outputs)]
+    del graph.output[:]
+    graph.output.extend(keep)
+    while True:  # drop what nothing reads any more (the sources' own ReorderOutputs)
+        used = {o.name for o in graph.output} | {n for node in nodes for n in node.input}
+        live = [node for node in nodes if any(out in used for out in node.output)]
+        if len(live) == len(nodes):
+            break
+        nodes = live
+    del graph.node[:]
+    graph.node.extend(nodes)
+
+
+def blocked_program(graph: bytes, make_options: Callable[[], object],
+                    initializers: tuple[list[str], list] | None) -> bytes | None:  # fmt: skip
+    """The program with its rounding pairs inside onnxruntime's blocked layout, laid out for
+    this CPU (run it with graph optimisation off), or None where there is nothing to move or
+    onnxruntime does not lay it out (the caller keeps `graph`). `make_options()`: the
+    program's session options; `initializers`: the weights the session is given."""
+    if b"Cast" not in graph or b"Conv" not in graph:
+        return None
+    model = onnx.load_model_from_string(bytes(graph))
+    pairs = rounding_pairs(model.graph)
+    if not pairs:
+        return None
+    outputs = [o.name for o in model.graph.output]
+    sources = _without_pairs(model, pairs)
+    with tempfile.TemporaryDirectory(prefix="rknnrt_fp16_") as folder:
+        path = os.path.join(folder, "laid_out.onnx")
+        options = make_options()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.optimized_model_filepath = path
+        if initializers is not None and initializers[0]:
+            options.add_external_initializers(*initializers)
+        ort.InferenceSession(model.SerializeToString(), options,
+                             providers=["CPUExecutionProvider"], enable_fallback=0)  # fmt: skip
+        laid_out = onnx.load(path)
+    if not any(n.domain == "com.microsoft.nchwc" for n in laid_out.graph.node):
+        return None  # no blocked layout on this CPU: nothing gained
+    _with_pairs(laid_out, sources, outputs)
+    return laid_out.SerializeToString()

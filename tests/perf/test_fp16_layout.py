@@ -1,0 +1,129 @@
+"""core/fp16_layout.py: a float16 program's roundings run inside onnxruntime's blocked layout,
+with outputs bit-identical to the toolkit's graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from rknnrt.core import fp16_layout
+from rknnrt.lite import RKNNLite
+from rknnrt.toolkit import RKNN
+
+from .models import residual_like, shufflenet_like
+
+
+def _fp16_build(model: onnx.ModelProto, tmp_path) -> tuple[str, onnx.ModelProto]:
+    rknn = RKNN()
+    rknn.config(target_platform="rk3588", float_dtype="float16")
+    rknn.load_onnx(model)
+    assert rknn.build(do_quantization=False) == 0
+    path = str(tmp_path / f"{model.graph.name}_{len(model.graph.node)}.rknn")
+    assert rknn.export_rknn(path) == 0
+    return path, rknn._built.program
+
+
+def _infer(path: str, inputs: list[np.ndarray]) -> list[bytes]:
+    runtime = RKNNLite()
+    assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
+    try:
+        return [runtime.inference([x], data_format="nchw")[0].tobytes() for x in inputs]
+    finally:
+        runtime.release()
+
+
+def _quiet_options() -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # not the warning that a laid-out graph suits this CPU only
+    return options
+
+
+def _inputs(size: int) -> list[np.ndarray]:
+    rng = np.random.RandomState(3)
+    return [(rng.rand(1, 3, size, size) * 4 - 1).astype(np.float32) for _ in range(4)]
+
+
+@pytest.mark.parametrize("model", [residual_like(), shufflenet_like()], ids=["residual",
+                                                                              "shuffle"])
+def test_the_runtime_gives_the_same_bits_with_roundings_in_the_blocked_layout(
+        model, tmp_path, monkeypatch) -> None:  # fmt: skip
+    size = model.graph.input[0].type.tensor_type.shape.dim[2].dim_value
+    path, _ = _fp16_build(model, tmp_path)
+    made: list[bool] = []
+    original = fp16_layout.blocked_program
+    monkeypatch.setattr(fp16_layout, "blocked_program",
+                        lambda *a: made.append((r := original(*a)) is not None) or r)  # fmt: skip
+    blocked = _infer(path, _inputs(size))
+    monkeypatch.setenv("RKNNRT_FP16_BLOCKED", "0")
+    plain = _infer(path, _inputs(size))
+    assert made and len(made) == 1  # the switch skipped it on the second init
+    assert blocked == plain
+    assert len(set(plain)) == len(plain)  # four inputs, four different outputs
+
+
+def test_pairs_go_back_on_the_blocked_tensors(tmp_path) -> None:
+    _, program = _fp16_build(residual_like(), tmp_path)
+    pairs = fp16_layout.rounding_pairs(program.graph)
+    assert len(pairs) >= 5  # every stored tensor but the graph output
+    laid_out = fp16_layout.blocked_program(program.SerializeToString(), _quiet_options, None)
+    if laid_out is None:
+        pytest.skip("onnxruntime has no blocked (NCHWc) layout on this CPU: nothing to move "
+                    "(the runtime keeps the toolkit's graph; the bit-equality test still runs)")
+    graph = onnx.load_model_from_string(laid_out).graph
+    producer = {out: n for n in graph.node for out in n.output}
+    outputs = {o.name for o in graph.output}
+    halves = [n for n in graph.node if n.op_type == "Cast" and n.attribute[0].i == 10
+              and n.output[0] not in outputs]  # fmt: skip
+    assert len(halves) == len(pairs)
+    blocked_sources = [producer[n.input[0]].domain == "com.microsoft.nchwc" for n in halves]
+    assert sum(blocked_sources) >= len(pairs) - 1  # the residual Add+Relu may stay plain
+    # no value is reordered out of the blocked layout only to be rounded and reordered back
+    assert not [n for n in halves if producer[n.input[0]].op_type == "ReorderOutput"]
+    options = _quiet_options()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    fast = ort.InferenceSession(laid_out, options, providers=["CPUExecutionProvider"])
+    plain = ort.InferenceSession(program.SerializeToString(), providers=["CPUExecutionProvider"])
+    for x in _inputs(16):
+        feed = {"x": x.astype(np.float16)}
+        assert fast.run(None, feed)[0].tobytes() == plain.run(None, feed)[0].tobytes()
+
+
+def test_only_roundings_inside_the_graph_are_moved() -> None:
+    cast = helper.make_node
+    nodes = [cast("Relu", ["x"], ["a"]),
+             cast("Cast", ["a"], ["a_h"], to=TensorProto.FLOAT16),  # a rounding: moved
+             cast("Cast", ["a_h"], ["a_r"], to=TensorProto.FLOAT),
+             cast("Relu", ["a_r"], ["b"]),
+             cast("Cast", ["b"], ["b_h"], to=TensorProto.FLOAT16),  # b is read twice: kept
+             cast("Cast", ["b_h"], ["b_r"], to=TensorProto.FLOAT),
+             cast("Neg", ["b"], ["c"]),
+             cast("Add", ["b_r", "c"], ["d"]),
+             cast("Cast", ["d"], ["y"], to=TensorProto.FLOAT16),  # the output's own Cast: kept
+             cast("Cast", ["y"], ["y_r"], to=TensorProto.FLOAT),
+             cast("Cast", ["x"], ["x_h"], to=TensorProto.FLOAT16),  # an input's: kept
+             cast("Cast", ["x_h"], ["x_r"], to=TensorProto.FLOAT),
+             cast("Add", ["y_r", "x_r"], ["z"]),
+             cast("Relu", ["z"], ["e"]),
+             cast("Cast", ["e"], ["e_h"], to=TensorProto.FLOAT16),  # rounded output: kept
+             cast("Cast", ["e_h"], ["w"], to=TensorProto.FLOAT)]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 4]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4]),
+         helper.make_tensor_value_info("w", TensorProto.FLOAT, [1, 4])])  # fmt: skip
+    assert [(a.output[0], b.output[0]) for a, b in fp16_layout.rounding_pairs(graph)] == [
+        ("a_h", "a_r")]  # fmt: skip
+
+
+def test_a_failed_layout_leaves_the_toolkit_graph(tmp_path, monkeypatch) -> None:
+    path, _ = _fp16_build(residual_like(), tmp_path)
+    expected = _infer(path, _inputs(16))
+
+    def fail(*args):
+        raise RuntimeError("no layout")
+
+    monkeypatch.setattr(fp16_layout, "blocked_program", fail)
+    assert _infer(path, _inputs(16)) == expected
