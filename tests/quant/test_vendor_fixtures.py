@@ -30,10 +30,11 @@ FLOORS = {
     "light_inception_v1": (1.0, 0.9999, None, None),
     "light_inception_v2": (1.0, 0.9999, None, None),
     # ties amplified through the network (docs/quantization.md, "What still differs"): on
-    # ResNet-50 which side of each tie wins moves the output's cosine between 0.989 and 0.997
-    "light_shufflenet": (1.0, 0.9998, None, None),
-    "light_resnet50": (1.0, 0.985, None, None),
-    "light_densenet121": (1.0, 0.99997, 0.999, None),
+    # ResNet-50 which side of each tie wins moved the output's cosine between 0.989 and 0.997
+    # here, and the sides depend on the CPU's float kernels (calibration); floors with margin
+    "light_shufflenet": (1.0, 0.9997, None, None),
+    "light_resnet50": (1.0, 0.98, None, None),
+    "light_densenet121": (1.0, 0.9999, 0.999, None),
     "yolov5s_like": (1.0, 0.99999, 1.0, 0),
     "ocr_det_like": (1.0, 0.99999, 1.0, 1),
     "op_zoo": (1.0, 0.99995, None, 0),
