@@ -93,7 +93,8 @@ def _with_pairs(model, sources: list[str], outputs: list[str]) -> None:
                 nodes.append(onnx.helper.make_node("Cast", [out], [f"{out}__fp16"], to=_FLOAT16))
                 nodes.append(onnx.helper.make_node("Cast", [f"{out}__fp16"], [rounded[out]],
                                                    to=_FLOAT))  # fmt: skip
-    keep = [o for o in graph.output if o.name in set(outputs)]
+    wanted = set(outputs)
+    keep = [o for o in graph.output if o.name in wanted]
     del graph.output[:]
     graph.output.extend(keep)
     while True:  # drop what nothing reads any more (the sources' own ReorderOutputs)

@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 
+from rknnrt.toolkit.quantize.rules import quantize_weight, weight_qparams
+
 PATH = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "quant", "data",
                     "bn_ties_weights.json")  # fmt: skip
 EPS = np.float32(1e-5)
@@ -29,12 +31,12 @@ def int8_weights(w: np.ndarray, scale: np.float32, var: np.float32, fold32: bool
     else:
         factor = np.float64(scale) / np.sqrt(np.float64(var) + np.float64(EPS))
         folded = (w.astype(np.float64) * factor).astype(np.float32)
-    lo, hi = min(float(folded.min()), 0.0), max(float(folded.max()), 0.0)
-    step = (hi - lo) / 255.0
-    zp = int(np.clip(-128 - np.round(lo / step), -128, 127))
-    s = np.float32(step)
-    ratio = folded / s if div32 else folded.astype(np.float64) / np.float64(s)
-    return np.clip(np.round(ratio) + zp, -128, 127).astype(np.int16)
+    folded = folded.reshape(1, -1)  # one output channel
+    step, zp = weight_qparams(folded, 0, per_channel=True)
+    if div32:  # rknnrt's rule
+        return quantize_weight(folded, step, zp, 0).astype(np.int16).ravel()
+    ratio = folded.astype(np.float64) / np.float64(step[0])
+    return np.clip(np.round(ratio) + int(zp[0]), -128, 127).astype(np.int16).ravel()
 
 
 def search(count: int = 4, seed: int = 5) -> list[tuple[np.ndarray, np.float32, np.float32]]:
