@@ -27,7 +27,10 @@ import onnx
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from rknnrt.core import board_layers, board_model, perf, platforms  # noqa: E402
+from rknnrt.core import platforms  # noqa: E402
+from rknnrt.core.board import layers as board_layers
+from rknnrt.core.board import perf
+from rknnrt.core.board import soc_costs as board_model
 from rknnrt.model import container  # noqa: E402
 from rknnrt.model.meta import ModelMeta  # noqa: E402
 from tests.board.zoo_models import ZOO  # noqa: E402

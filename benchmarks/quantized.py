@@ -5,10 +5,10 @@ their values), build int8 (4 uniform[0,1) calibration samples) and fp16 with
 rknnrt.toolkit.RKNN, rknn_init each, and time one inference through rknnrt.lite.RKNNLite
 (inputs set, run, float outputs) against onnxruntime.InferenceSession(original).run on the
 same input, alternating the runtimes iteration by iteration. Prints median times and ratios
-measured in this one run, and which int8 kernels the runtime chose (core/int8_kernels.py).
+measured in this one run, and which int8 kernels the runtime chose (sessions/int8_kernels.py).
 
 The baseline session stops its threads' spinning at the end of each run, as rknnrt's sessions
-do (core/executor.py): otherwise each runtime's spinning workers slow the one timed after it
+do (core/program/whole.py): otherwise each runtime's spinning workers slow the one timed after it
 on a 2-core machine (the baseline ran 1.9x slower after an rknnrt run that spun).
 
     PYTHONPATH=. python benchmarks/quantized.py [--repeat N] [--models a,b] [--quick]
@@ -28,8 +28,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from rknnrt.core import int8_kernels
 from rknnrt.lite import RKNNLite
+from rknnrt.sessions import int8_kernels
 from rknnrt.toolkit import RKNN
 
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")

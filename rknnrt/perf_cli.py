@@ -16,7 +16,8 @@ from collections.abc import Callable
 import numpy as np
 
 from . import board_eval
-from .core import perf, platforms, switches
+from .core import platforms, switches
+from .core.board import perf
 from .model import container
 from .model.errors import ModelFormatError
 from .model.meta import ModelMeta

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core import custom_ops, registry
+from ..core import registry
 from ..core.context import Context
 from ..core.errors import CTX_INVALID, PARAM_INVALID, RknnError
+from ..core.program import custom_ops
 from . import constants as c
 from .marshal import _CArgObject, array_at, c_api, context_handle, struct_at
 from .structs import (

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from ..core import log, registry
-from ..core import matmul as mm
-from ..core import matmul_layouts as lay
 from ..core.errors import CTX_INVALID, PARAM_INVALID, RknnError
+from ..core.matmul import engine as mm
+from ..core.matmul import layouts as lay
 from . import constants as c
 from . import memory_api
 from .marshal import address_of, array_at, bytes_at, c_api, context_handle, struct_at

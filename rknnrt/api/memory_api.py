@@ -11,10 +11,10 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from ..core import memory as core_memory
 from ..core import registry
 from ..core.errors import FAIL, PARAM_INVALID, RknnError
-from ..core.memory import TABLE, Memory
+from ..core.io import memory as core_memory
+from ..core.io.memory import TABLE, Memory
 from . import constants as c
 from .marshal import bytes_at, c_api, c_api_pointer, context_handle, struct_at
 from .structs import rknn_tensor_mem

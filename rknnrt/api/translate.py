@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..core.attrs import Attr
 from ..core.errors import PARAM_INVALID, RknnError
+from ..core.io.attrs import Attr
 from . import constants as c
 from .structs import rknn_tensor_attr
 

@@ -9,7 +9,7 @@ writes outputs straight into the arrays the executor allocated. ctypes releases 
 each call, so a callback may call back into librknnrt.so (rknn_custom_op_get_op_attr).
 
 The custom-operator runtime itself (which ops run when, attributes, -14 skipping) is
-core/custom_ops.py with api/custom_op_api.py.
+core/program/custom_ops.py with api/custom_op_api.py.
 """
 
 from __future__ import annotations

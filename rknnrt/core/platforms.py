@@ -106,7 +106,7 @@ class Platform:
     matmul: bool = False
     # rknn_matmul_api.h facts; None where the matmul API does not exist.
     matmul_facts: MatmulFacts | None = None
-    # Cost model of the per-layer perf table (core/perf.py, docs/device.md): the NPU's peak
+    # Cost model of the per-layer perf table (core/board/perf.py, docs/device.md): the NPU's peak
     # int8 throughput over all its cores in TOPS, and the DDR bandwidth in GB/s. Sources in the
     # table below; 0 = unknown (no estimate is printed).
     npu_tops: float = 0.0

@@ -14,12 +14,12 @@ import os
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-import onnxruntime as ort
 
 import rknnrt as rk
 
 from ..model import container
 from ..model.meta import ModelMeta
+from ..sessions import factory, policies
 from .data import InputSpec, to_nchw
 
 _RK_TYPES = {
@@ -141,14 +141,8 @@ class Reference:
         std: Sequence[Sequence[float] | None],
         threads: int | None = 1,
     ) -> None:
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        if threads is not None:
-            options.intra_op_num_threads = options.inter_op_num_threads = threads
         try:
-            self.session = ort.InferenceSession(
-                onnx_model, options, providers=["CPUExecutionProvider"]
-            )
+            self.session = factory.create(onnx_model, policies.REFERENCE, threads=threads)
         except Exception as exc:
             raise EvaluationError(f"cannot load the reference model: {exc}") from None
         self.names = [i.name for i in self.session.get_inputs()]

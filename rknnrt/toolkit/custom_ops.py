@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from ..model.custom_ops import CUSTOM_DOMAIN, attribute_value
+from ..sessions import factory, policies
 from .errors import ConversionError
 
 _CUT = "__cst_in"  # a graph output of the cut model that is also one of its inputs
@@ -87,9 +87,7 @@ class CutModel:
     def extend_samples(self, samples: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
         """Samples for the cut model: each calibration sample (normalised with mean/std, one
         array per original input) plus the custom outputs that `compute` gives for it."""
-        session = ort.InferenceSession(
-            self.model.SerializeToString(), providers=["CPUExecutionProvider"]
-        )
+        session = factory.create(self.model, policies.REFERENCE)
         shapes = {vi.name: vi.type.tensor_type for vi in self.model.graph.input}
         out: list[list[np.ndarray]] = []
         for sample in samples:

@@ -13,10 +13,10 @@ from math import prod
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, numpy_helper
 
 from ..model.meta import MemoryPlan, ModelMeta, PlannedTensor, TensorSpec, WeightSpec
+from ..sessions import factory, policies
 from . import memplan
 from .errors import ConversionError
 
@@ -62,7 +62,7 @@ def _run_for_shapes(
     probe.CopyFrom(model)
     del probe.graph.output[:]
     probe.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names)
-    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = factory.create(probe, policies.FOLDING)
     feed = {}
     for k, vi in enumerate(model.graph.input):
         t = vi.type.tensor_type

@@ -4,28 +4,24 @@ calibration, accuracy analysis, hybrid-layer ranking and evaluation drift all re
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import helper
+
+from ..sessions import factory, policies
 
 
 def probe_session(model: onnx.ModelProto, outputs: Sequence[str],
-                  threads: int | None = None) -> ort.InferenceSession:  # fmt: skip
+                  threads: int | None = None) -> Any:  # fmt: skip
     """An onnxruntime session of `model` whose outputs are `outputs`, with graph optimisation
     off so that every named tensor is computed as the graph states it."""
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
     del probe.graph.output[:]
     probe.graph.output.extend(helper.make_empty_tensor_value_info(t) for t in outputs)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    if threads:
-        options.intra_op_num_threads = threads
-    return ort.InferenceSession(probe.SerializeToString(), options,
-                                providers=["CPUExecutionProvider"])  # fmt: skip
+    return factory.create(probe, policies.ANALYSIS, threads=threads)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

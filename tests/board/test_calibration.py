@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 import rknnrt as rk
-from rknnrt.core import board_model
+from rknnrt.core.board import soc_costs as board_model
 
 from .test_table import detail, perf_run, run_once
 from .zoo_models import ZOO

@@ -1,5 +1,5 @@
-"""The vendor's layers of a converted graph (core/board_layers.py) and the compiler's cycle
-counts (core/board_model.py), against the vendor toolkit's own build logs."""
+"""The vendor's layers of a converted graph (core/board/layers.py) and the compiler's cycle
+counts (core/board/soc_costs.py), against the vendor toolkit's own build logs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from rknnrt.core import board_layers, board_model, perf, platforms
+from rknnrt.core import platforms
+from rknnrt.core.board import layers as board_layers
+from rknnrt.core.board import perf
+from rknnrt.core.board import soc_costs as board_model
 from rknnrt.model import container
 from rknnrt.model.meta import ModelMeta
 

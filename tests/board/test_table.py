@@ -1,5 +1,5 @@
-"""RKNN_QUERY_PERF_DETAIL / PERF_RUN / MEM_SIZE as a board reports them (core/perf.py,
-core/perf_table.py), `rknnrt perf` and board_eval (docs/performance.md)."""
+"""RKNN_QUERY_PERF_DETAIL / PERF_RUN / MEM_SIZE as a board reports them (core/board/perf.py,
+core/board/table.py), `rknnrt perf` and board_eval (docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 
 import rknnrt as rk
 from rknnrt import board_eval, cli
-from rknnrt.core import board_model, registry
+from rknnrt.core import registry
+from rknnrt.core.board import soc_costs as board_model
 from rknnrt.toolkit.samples import default_input
 
 from .conftest import int8_bytes
@@ -170,7 +171,7 @@ def test_cli_perf_and_compare(tmp_path, capsys, int8_model):
 def test_the_observed_board_row():
     """facts §5.8, a runtime table on RK3588: UINT8 Conv (1,3,1920,1920),(16,3,3,3) ->
     (1,16,960,960): DDR/NPU cycles 1091036/8294400, 16130 us, RW 10802 KB."""
-    from rknnrt.core.board_layers import Layer
+    from rknnrt.core.board.layers import Layer
 
     layer = Layer("ConvExSwish", "Conv", "c", "NPU", [[1, 3, 1920, 1920], [16, 3, 3, 3], [16]],
                   [[1, 16, 960, 960]], "conv", [3, 3], 1, 16 * 27 + 16)  # fmt: skip
@@ -223,7 +224,8 @@ def test_no_estimate_falls_back_to_host_figures(make_ctx, default_model_bytes, m
                                                 rknn_log):  # fmt: skip
     """A graph the board model cannot read must not break a query: one warning, then
     PERF_RUN reports the host time and MEM_SIZE rknnrt's own plan."""
-    from rknnrt.core import board_layers, perf
+    from rknnrt.core.board import layers as board_layers
+    from rknnrt.core.board import perf
 
     def unreadable(model):
         raise ValueError("no shapes")

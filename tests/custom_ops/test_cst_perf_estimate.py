@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from rknnrt import board_eval
-from rknnrt.core import board_model, perf, platforms
+from rknnrt.core import platforms
+from rknnrt.core.board import perf
+from rknnrt.core.board import soc_costs as board_model
 from rknnrt.model import container
 from rknnrt.model.meta import ModelMeta
 

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import rknnrt as rk
 from rknnrt.core import registry
-from rknnrt.core.partition import SegmentedProgram
+from rknnrt.core.program.segmented import SegmentedProgram
 
 
 def _argmax_model() -> onnx.ModelProto:

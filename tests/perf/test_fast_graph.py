@@ -1,4 +1,4 @@
-"""core/fast_graph.py: the runtime's channel-shuffle rewrite is exact and actually used."""
+"""core/program/fast_graph.py: the runtime's channel-shuffle rewrite is exact and actually used."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
 
-from rknnrt.core import fast_graph
+from rknnrt.core.program import fast_graph
 from rknnrt.lite import RKNNLite
 from rknnrt.toolkit import RKNN
 

@@ -9,7 +9,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from rknnrt.core import fp16_layout
+from rknnrt.core.program import fp16_layout, whole
 from rknnrt.lite import RKNNLite
 from rknnrt.toolkit import RKNN
 
@@ -33,12 +33,6 @@ def _infer(path: str, inputs: list[np.ndarray]) -> list[bytes]:
         return [runtime.inference([x], data_format="nchw")[0].tobytes() for x in inputs]
     finally:
         runtime.release()
-
-
-def _quiet_options() -> ort.SessionOptions:
-    options = ort.SessionOptions()
-    options.log_severity_level = 3  # not the warning that a laid-out graph suits this CPU only
-    return options
 
 
 def _inputs(size: int) -> list[np.ndarray]:
@@ -68,7 +62,7 @@ def test_pairs_go_back_on_the_blocked_tensors(tmp_path) -> None:
     _, program = _fp16_build(residual_like(), tmp_path)
     pairs = fp16_layout.rounding_pairs(program.graph)
     assert len(pairs) >= 5  # every stored tensor but the graph output
-    laid_out = fp16_layout.blocked_program(program.SerializeToString(), _quiet_options, None)
+    laid_out = fp16_layout.blocked_program(program.SerializeToString(), whole.open_program, None)
     if laid_out is None:
         pytest.skip("onnxruntime has no blocked (NCHWc) layout on this CPU: nothing to move "
                     "(the runtime keeps the toolkit's graph; the bit-equality test still runs)")
@@ -82,9 +76,7 @@ def test_pairs_go_back_on_the_blocked_tensors(tmp_path) -> None:
     assert sum(blocked_sources) >= len(pairs) - 1  # the residual Add+Relu may stay plain
     # no value is reordered out of the blocked layout only to be rounded and reordered back
     assert not [n for n in halves if producer[n.input[0]].op_type == "ReorderOutput"]
-    options = _quiet_options()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    fast = ort.InferenceSession(laid_out, options, providers=["CPUExecutionProvider"])
+    fast = whole.open_program(laid_out, optimise=False)
     plain = ort.InferenceSession(program.SerializeToString(), providers=["CPUExecutionProvider"])
     for x in _inputs(16):
         feed = {"x": x.astype(np.float16)}

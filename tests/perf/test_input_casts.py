@@ -1,15 +1,15 @@
-"""core/input_casts.py: float32 inputs converted to float16 or quantised to int8 by
+"""core/program/input_casts.py: float32 inputs converted to float16 or quantised to int8 by
 onnxruntime, bit-identical to numpy's conversion, and used by rknn_inputs_set."""
 
 from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 
-from rknnrt.core import input_casts
+from rknnrt.core.program import input_casts
 from rknnrt.lite import RKNNLite
+from rknnrt.sessions import factory, policies
 from rknnrt.toolkit import RKNN
 
 from .models import shufflenet_like
@@ -43,7 +43,7 @@ def test_float16_conversion_is_numpys_bit_for_bit() -> None:
 
 
 def _numpy_quantised(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
-    """rknn_inputs_set's numpy formula (core/io.py)."""
+    """rknn_inputs_set's numpy formula (core/io/plans.py)."""
     target = x.astype(np.float32)
     np.divide(target, scale, out=target)
     np.rint(target, out=target)
@@ -97,7 +97,8 @@ def test_inputs_set_uses_it_with_the_numpy_converted_result(dtype, tmp_path,
     monkeypatch.setattr(input_casts, "_session", lambda kind: used.append(kind) or original(kind))
     runtime = RKNNLite()
     assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
-    session = ort.InferenceSession(program.SerializeToString(), providers=["CPUExecutionProvider"])
+    # the program's own policy: exact int8 kernels where this CPU's fast ones saturate
+    session = factory.create(program, policies.PROGRAM)
     try:
         for _ in range(3):
             x = (rng.randn(1, 3, size, size) * 3).astype(np.float32)

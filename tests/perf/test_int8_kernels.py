@@ -1,4 +1,4 @@
-"""core/int8_kernels.py: onnxruntime's fast u8s8 kernels are used only where a probe shows
+"""sessions/int8_kernels.py: onnxruntime's fast u8s8 kernels are used only where a probe shows
 them exact, and the probe would catch a kernel that clamps 16-bit pair sums."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from rknnrt.core import executor, int8_kernels
 from rknnrt.lite import RKNNLite
+from rknnrt.sessions import factory, int8_kernels, policies
 from rknnrt.toolkit import RKNN
 
 
@@ -61,12 +61,24 @@ def test_sessions_ask_for_exact_kernels_unless_the_probe_cleared_the_fast_ones(
     fast_exact, monkeypatch
 ) -> None:
     monkeypatch.setattr(int8_kernels, "fast_kernels_exact", lambda: fast_exact)
-    options = executor.session_options()
+    options = factory.options_for(_quantised_model().SerializeToString(), policies.PROGRAM)
     if fast_exact:
         with pytest.raises(RuntimeError, match="does not have configuration"):
-            options.get_session_config_entry(int8_kernels.PRECISION_KEY)
+            options.get_session_config_entry(policies.PRECISION_KEY)
     else:
-        assert options.get_session_config_entry(int8_kernels.PRECISION_KEY) == "1"
+        assert options.get_session_config_entry(policies.PRECISION_KEY) == "1"
+
+
+def _quantised_model() -> onnx.ModelProto:
+    """The saturating convolution between a QuantizeLinear/DequantizeLinear pair."""
+    model = _saturating_model()
+    scale = numpy_helper.from_array(np.array(0.5, np.float32), "s")
+    model.graph.initializer.append(scale)
+    model.graph.node.extend([helper.make_node("QuantizeLinear", ["y", "s"], ["q"]),
+                             helper.make_node("DequantizeLinear", ["q", "s"], ["z"])])  # fmt: skip
+    del model.graph.output[:]
+    model.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+    return model
 
 
 def _saturating_model() -> onnx.ModelProto:
@@ -100,7 +112,7 @@ def test_runtime_int8_on_saturating_weights_is_the_exact_kernels_result(tmp_path
     pairs = weights.reshape(6, 16, 2).astype(np.int64).sum(axis=2) * 255
     assert (np.abs(pairs) > 32767).all()  # every pair of products saturates int16
     options = ort.SessionOptions()
-    options.add_session_config_entry(int8_kernels.PRECISION_KEY, "1")
+    options.add_session_config_entry(policies.PRECISION_KEY, "1")
     exact = ort.InferenceSession(program.SerializeToString(), options,
                                  providers=["CPUExecutionProvider"])  # fmt: skip
     runtime = RKNNLite()
@@ -122,10 +134,11 @@ def test_float_graphs_skip_the_probe(monkeypatch) -> None:
     probed: list[int] = []
     monkeypatch.setattr(int8_kernels, "fast_kernels_exact", lambda: probed.append(1) or False)
     float_graph = _saturating_model().SerializeToString()  # Conv only
-    options = executor.session_options(float_graph)
+    options = factory.options_for(float_graph, policies.PROGRAM)
     with pytest.raises(RuntimeError, match="does not have configuration"):
-        options.get_session_config_entry(int8_kernels.PRECISION_KEY)
+        options.get_session_config_entry(policies.PRECISION_KEY)
     assert probed == []
-    options = executor.session_options(float_graph + b"QuantizeLinear")
-    assert options.get_session_config_entry(int8_kernels.PRECISION_KEY) == "1"
+    options = factory.options_for(_quantised_model().SerializeToString(), policies.PROGRAM)
+    assert options.get_session_config_entry(policies.PRECISION_KEY) == "1"
+    assert probed == [1]
     assert probed == [1]

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import rknnrt as rk
-from rknnrt.core import layouts, switches
+from rknnrt.core import switches
 from rknnrt.core.context.options import FLAG_BITS, InitOptions
+from rknnrt.core.io import layouts
 
 ROOT = Path(rk.__file__).parent
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rknnrt.core import attrs, layouts, platforms
+from rknnrt.core import platforms
+from rknnrt.core.io import attrs, layouts
 from rknnrt.model.meta import TensorSpec
 
 

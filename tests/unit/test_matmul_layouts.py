@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rknnrt.core import matmul as mm
-from rknnrt.core import matmul_layouts as lay
 from rknnrt.core import platforms
+from rknnrt.core.matmul import engine as mm
+from rknnrt.core.matmul import layouts as lay
 
 
 # -- int4 ---------------------------------------------------------------------------------

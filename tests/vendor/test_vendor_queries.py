@@ -83,7 +83,7 @@ def test_queries_equal_the_toolkit_report(stem: str, make_ctx) -> None:
 
 
 def _check_quant(attr: rk.rknn_tensor_attr, quant: dict | None) -> None:
-    if quant is None:  # float16 IO: reported as AFFINE with zp 0, scale 1 (core/attrs.py)
+    if quant is None:  # float16 IO: reported as AFFINE with zp 0, scale 1 (core/io/attrs.py)
         assert (attr.zp, attr.scale) == (0, 1.0)
         return
     assert attr.qnt_type == rk.RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import conversions, layouts
 from ..errors import PARAM_INVALID, RknnError
-from ..io import InputPlan, OutputPlan
-from ..memory import Memory, warn_stale_input, warn_stale_output
+from ..io import conversions, layouts
+from ..io.memory import Memory, warn_stale_input, warn_stale_output
+from ..io.plans import InputPlan, OutputPlan
 from .options import InitOptions
 from .shapes import Shapes
 
@@ -143,7 +143,7 @@ class Bindings:
                          shapes.feeds[plan.index], bound.w_stride, bound.h_stride)  # fmt: skip
 
     def write_outputs(self, results: list[np.ndarray]) -> None:
-        """After a run: results into bound output memory (core/conversions.py), invalidated
+        """After a run: results into bound output memory (core/io/conversions.py), invalidated
         for the CPU unless DISABLE_FLUSH_OUTPUT."""
         shapes = self._shapes
         for plan, result in zip(shapes.outputs, results):

@@ -12,21 +12,16 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .. import (
-    attrs,
-    device,
-    guard,
-    log,
-    partition,
-    partition_perf,
-    perf,
-    perf_table,
-    placement,
-    registry,
-)
+from .. import device, guard, log, registry
+from ..board import perf
+from ..board import segmented_table as partition_perf
+from ..board import table as perf_table
 from ..errors import FAIL, INPUT_INVALID, PARAM_INVALID, RknnError
+from ..io import attrs
+from ..io.memory import Buffer, Memory
 from ..lazy_imports import onnx
-from ..memory import Buffer, Memory
+from ..program import placement
+from ..program import segmented as partition
 from ..version import API_VERSION, DRIVER_VERSION
 from .bindings import Bindings
 from .frames import Extend, Frames, Handed, OutputRequest
@@ -178,7 +173,7 @@ class Context:
 
     def perf_run(self) -> int:
         """RKNN_QUERY_PERF_RUN: the last finished frame's estimated board µs for this platform and
-        core mask (core/perf.py); RKNNRT_PERF_HOST=1 or no board model: the host µs."""
+        core mask (core/board/perf.py); RKNNRT_PERF_HOST=1 or no board model: the host µs."""
         host_us = self.frames.last_run_us
         if host_us == 0 or perf.host_times():
             return host_us
@@ -189,7 +184,7 @@ class Context:
 
     def perf_detail(self) -> str:
         """RKNN_QUERY_PERF_DETAIL: the per-layer table of the last finished frame (made once
-        per frame; core/perf.py). COLLECT_PERF_MASK is honoured here."""
+        per frame; core/board/perf.py). COLLECT_PERF_MASK is honoured here."""
         if not self.options.collect_perf:
             raise RknnError(
                 FAIL, "RKNN_QUERY_PERF_DETAIL needs RKNN_FLAG_COLLECT_PERF_MASK at rknn_init"
@@ -207,7 +202,7 @@ class Context:
         self._perf_text = buffer
 
     def _perf_table(self) -> str:
-        """Profile the program on the current inputs and render the table (core/perf.py)."""
+        """Profile the program on the current inputs and render the table (core/board/perf.py)."""
         program, weights = self.weights.program, self.weights.array
         assert program is not None and weights is not None
         if isinstance(program, partition.SegmentedProgram):  # NPU and CPU segments
@@ -225,7 +220,7 @@ class Context:
 
     def placement(self) -> list[tuple[str, str]]:
         """(op type x count, device) of the model's operators: the platform's op support and
-        custom operators decide (core/partition.py)."""
+        custom operators decide (core/program/segmented.py)."""
         graph = onnx.load_model_from_string(self.model.graph).graph
         # QDQ and fp16-rounding nodes are how rknnrt emulates the NPU's storage, not operators
         emulation = {"QuantizeLinear", "DequantizeLinear", "Cast"}

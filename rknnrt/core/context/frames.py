@@ -12,9 +12,9 @@ import numpy as np
 
 from .. import device, jobs, log
 from ..errors import FAIL, OUTPUT_INVALID, PARAM_INVALID, TIMEOUT, RknnError
-from ..executor import Binding, address_of
-from ..io import OutputPlan
+from ..io.plans import OutputPlan
 from ..platforms import Platform
+from ..program.whole import Binding, address_of
 from .options import InitOptions
 
 Extend = tuple[int, int, int]  # rknn_run_extend as (non_block, timeout_ms, fence_fd)

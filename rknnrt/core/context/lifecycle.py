@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 
-from .. import log, memory, registry
+from .. import log, registry
 from ..errors import CTX_INVALID, PARAM_INVALID, RknnError
+from ..io import memory
 from .facade import Context
 from .model import InitExtend, Model, read_model_bytes
 from .options import InitOptions

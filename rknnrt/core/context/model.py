@@ -11,10 +11,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...model.meta import ModelMeta
-from .. import log, memory, partition, placement, platforms
+from .. import log, platforms
 from ..errors import FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
-from ..executor import Program
-from ..io import InputPlan, OutputPlan
+from ..io import memory
+from ..io.plans import InputPlan, OutputPlan
+from ..program import placement
+from ..program import segmented as partition
+from ..program.whole import Program
 from ..version import API_VERSION, DRIVER_VERSION
 from .options import InitOptions
 
@@ -159,7 +162,7 @@ class Model:
 
     def program(self, weights: np.ndarray, in_place: bool = False) -> Program:
         """One onnxruntime program, or NPU and CPU segments when the model has custom ops or
-        operators the platform's NPU lacks (core/partition.py)."""
+        operators the platform's NPU lacks (core/program/segmented.py)."""
         if placement.needs_partition(self.graph, self.platform.name):
             return partition.SegmentedProgram(  # type: ignore[return-value]
                 self.meta, self.graph, weights, self.platform.name
@@ -168,7 +171,8 @@ class Model:
 
     def log_fallback(self, options: InitOptions) -> None:
         """EXECUTE_FALLBACK_PRIOR_DEVICE_GPU: operators the NPU cannot run would prefer the GPU;
-        rknnrt has no GPU, so they run on the CPU (core/partition.py places them); say so once."""
+        rknnrt has no GPU, so they run on the CPU (core/program/segmented.py places them); say so
+        once."""
         if not options.fallback_gpu:
             return
         cpu_ops = sorted(placement.cpu_op_types(self.graph, self.platform.name))

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import attrs, layouts, partition
 from ..errors import FAIL, PARAM_INVALID, RknnError
-from ..executor import Binding, Program
-from ..io import InputPlan, OutputPlan
+from ..io import attrs, layouts
+from ..io.plans import InputPlan, OutputPlan
+from ..program import segmented as partition
+from ..program.whole import Binding, Program
 from .model import Model
 
 

@@ -9,10 +9,12 @@ import threading
 
 import numpy as np
 
-from .. import log, perf, sram, switches
+from .. import log, switches
+from ..board import perf
 from ..errors import FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
-from ..executor import Program
-from ..memory import Buffer, Memory
+from ..io import sram
+from ..io.memory import Buffer, Memory
+from ..program.whole import Program
 from .model import Model
 from .options import InitOptions
 
@@ -171,7 +173,7 @@ class Weights:
 
     def internal_views(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The internal memory (uint8, planned offsets from 0) as the NPU writes it and as the
-        CPU sees it (the same array unless the memory is cacheable: core/memory.py), or None:
+        CPU sees it (the same array unless the memory is cacheable: core/io/memory.py), or None:
         not given yet (MEM_ALLOC_OUTSIDE), or partly in SRAM (the materialised intermediate
         tensors then stay in buffers of their own)."""
         if self.sram_taken:
@@ -206,7 +208,7 @@ class Weights:
         plan = self.model.meta.memory
         enabled = self.options.enable_sram and self.platform.sram_bytes > 0
         capacity = self.platform.sram_bytes if enabled else 0
-        # Internal: the board's planner (core/perf.py) where it needs more than rknnrt's, so a
+        # Internal: the board's planner (core/board/perf.py) where it needs more than rknnrt's, so a
         # buffer of the reported size works here and on a board; a vendor file's stored figure
         # is the board's own. Weights: the weights section (within 1% of the vendor's packing
         # on the calibration models).

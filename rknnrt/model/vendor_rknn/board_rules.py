@@ -11,7 +11,7 @@ docs/vendor-rknn.md): they were derived from toolkit 2.5.0 builds and its logs.
   (docs/vendor-rknn.md lists the cases).
 - 4-D inputs with C in {1, 3, 4} are NHWC natively, others NC1HWC2.
 
-rknnrt's runtime computes native attributes from its platform table (core/attrs.py);
+rknnrt's runtime computes native attributes from its platform table (core/io/attrs.py);
 `native_attrs` computes them from the file's stored values instead, so the tests can check the
 two agree on every fixture, and `check` refuses a file whose stored values contradict the
 rules (a layout rknnrt would report wrongly).

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import numpy_helper
 
 from rknnrt.toolkit.passes import _graph
+
+from ...sessions import factory, policies
 
 # Folding these would freeze one random draw into the model.
 NONDETERMINISTIC = frozenset(
@@ -69,10 +70,7 @@ def _evaluate(model, nodes, outputs, extra: dict[str, np.ndarray]) -> dict[str, 
     graph.initializer.extend(inits)
     sub = onnx.helper.make_model(graph, opset_imports=model.opset_import)
     sub.ir_version = max(model.ir_version, 4)  # initializers are not graph inputs here
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    opts.log_severity_level = 3
-    sess = ort.InferenceSession(sub.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    sess = factory.create(sub, policies.FOLDING)
     return dict(zip(outputs, sess.run(outputs, {}), strict=True))
 
 

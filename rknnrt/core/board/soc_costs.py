@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import ceil, prod
 
-from .board_layers import Layer
+from .layers import Layer
 
 # Ops the vendor splits over the cores of a multi-core mask (facts §5.10; DepthwiseConvolution
 # is a grouped Conv, Relu6 a Clip); the fused names start with these.

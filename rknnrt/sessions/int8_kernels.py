@@ -21,12 +21,12 @@ used; any error keeps the exact ones.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
-from .lazy_imports import onnx, ort
+from .policies import KERNEL_PROBE, open_session, session_options
 
-PRECISION_KEY = "session.x64quantprecision"
 _lock = threading.Lock()
 _verdict: list[bool] = []  # [] until probed
 
@@ -53,7 +53,9 @@ def probe_weights(shape: list[int]) -> np.ndarray:
     return w
 
 
-def _probe_model() -> onnx.ModelProto:
+def _probe_model() -> Any:
+    import onnx  # not at `import rknnrt`
+
     h = onnx.helper
     nodes, inits, inputs, outputs = [], [], [], []
 
@@ -106,13 +108,8 @@ def _probe_model() -> onnx.ModelProto:
 
 def probe_outputs(exact: bool) -> list[np.ndarray]:
     """The probe's outputs with the exact kernels (`exact`) or the fast ones."""
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.intra_op_num_threads = 1
-    if exact:
-        options.add_session_config_entry(PRECISION_KEY, "1")
-    session = ort.InferenceSession(_probe_model().SerializeToString(), options,
-                                   providers=["CPUExecutionProvider"])  # fmt: skip
+    options = session_options(KERNEL_PROBE, None, exact)
+    session = open_session(_probe_model().SerializeToString(), options)
     feed = {i.name: np.full(i.shape, 255, np.uint8) for i in session.get_inputs()}
     return session.run(None, feed)
 

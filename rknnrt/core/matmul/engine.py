@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import guard, log, memory, registry
-from . import matmul_layouts as lay
-from .errors import FAIL, PARAM_INVALID, RknnError
-from .matmul_spec import (  # noqa: F401 - re-exported: the matmul API's names live here
+from .. import guard, log, registry
+from ..errors import FAIL, PARAM_INVALID, RknnError
+from ..io import memory
+from ..platforms import MatmulFacts, Platform
+from . import layouts as lay
+from .spec import (  # noqa: F401 - re-exported: the matmul API's names live here
     DEFAULT_PLATFORM,
     EXACT_INT_LIMIT,
     LAYOUTS,
@@ -42,7 +44,6 @@ from .matmul_spec import (  # noqa: F401 - re-exported: the matmul API's names l
     facts_for,
     plan,
 )  # fmt: skip
-from .platforms import MatmulFacts, Platform
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.meta import TensorSpec
+from ...model.meta import TensorSpec
 from . import layouts
 
 FLOATS = ("float32", "float16")

@@ -1,5 +1,5 @@
-"""PERF_DETAIL for a partitioned model (core/partition.py): each NPU or CPU segment profiled
-by core/perf.py, each custom op timed around its callbacks, one table with a Target column.
+"""PERF_DETAIL for a partitioned model (core/program/segmented.py): each NPU or CPU segment profiled
+by core/board/perf.py, each custom op timed around its callbacks, one table with a Target column.
 
 A custom op's row is a CPU layer: the board model's CPU estimate plus the cost of moving its
 inputs and outputs between the NPU and the CPU (their bytes at the platform's DDR bandwidth).
@@ -13,12 +13,12 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..lazy_imports import onnx
+from ..platforms import Platform
+from ..program.segmented import SegmentedBinding, SegmentedProgram
 from . import perf
-from .board_layers import Layer
-from .lazy_imports import onnx
-from .partition import SegmentedBinding, SegmentedProgram
-from .perf_table import render
-from .platforms import Platform
+from .layers import Layer
+from .table import render
 
 
 def perf_table(program: SegmentedProgram, binding: SegmentedBinding, weights: np.ndarray,

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import log, registry, switches
-from .errors import CTX_INVALID, MALLOC_FAIL, PARAM_INVALID, RknnError
+from .. import log, registry, switches
+from ..errors import CTX_INVALID, MALLOC_FAIL, PARAM_INVALID, RknnError
 
 PAGE = mmap.PAGESIZE
 # Fake physical addresses handed out by rknnrt: far from 0, never reused, 1 MiB apart at least.

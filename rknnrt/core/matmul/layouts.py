@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...sessions import factory, policies
+
 BITS = {"int4": 4, "int8": 8, "int16": 16, "float16": 16, "bfloat16": 16, "int32": 32,
         "float32": 32}  # fmt: skip
 # numpy storage of each dtype once unpacked (bfloat16 as its raw bits; int4 widened to int8).
@@ -164,7 +166,6 @@ def half(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """float32 -> float16, bit for bit numpy's astype (IEEE nearest-even, overflow to inf), via
     onnxruntime's vectorised Cast: numpy converts one element at a time, 25x slower."""
     if not _HALF_SESSION:
-        import onnxruntime as ort
         from onnx import TensorProto, helper
 
         cast = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT16)
@@ -173,12 +174,7 @@ def half(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
             [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
         )  # fmt: skip
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        _HALF_SESSION.append(ort.InferenceSession(
-            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        ))  # fmt: skip
+        _HALF_SESSION.append(factory.create(model, policies.HELPER))
     values = np.ascontiguousarray(values)
     out = np.empty(values.shape, np.float16) if out is None else out
     binding = _HALF_SESSION[0].io_binding()

@@ -10,10 +10,11 @@ from math import prod
 
 import numpy as np
 
-from ..model.meta import TensorSpec
-from . import attrs, conversions, input_casts, layouts
-from .errors import PARAM_INVALID, RknnError
-from .platforms import Platform
+from ...model.meta import TensorSpec
+from ..errors import PARAM_INVALID, RknnError
+from ..platforms import Platform
+from ..program import input_casts
+from . import attrs, conversions, layouts
 
 # Buffer types rknn_inputs_set accepts per model input dtype (UG15 Table 4-1, UG Table 5-3).
 _ALLOWED_SOURCES = {

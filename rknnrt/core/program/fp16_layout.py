@@ -20,7 +20,7 @@ import os
 import tempfile
 from collections.abc import Callable
 
-from .lazy_imports import onnx, ort
+from ..lazy_imports import onnx
 
 _FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
 
@@ -107,12 +107,12 @@ def _with_pairs(model, sources: list[str], outputs: list[str]) -> None:
     graph.node.extend(nodes)
 
 
-def blocked_program(graph: bytes, make_options: Callable[[], object],
+def blocked_program(graph: bytes, open_program: Callable[..., object],
                     initializers: tuple[list[str], list] | None) -> bytes | None:  # fmt: skip
     """The program with its rounding pairs inside onnxruntime's blocked layout, laid out for
     this CPU (run it with graph optimisation off), or None where there is nothing to move or
-    onnxruntime does not lay it out (the caller keeps `graph`). `make_options()`: the
-    program's session options; `initializers`: the weights the session is given."""
+    onnxruntime does not lay it out (the caller keeps `graph`). `open_program(graph, **options)`:
+    how the program's sessions are opened; `initializers`: the weights the session is given."""
     if b"Cast" not in graph or b"Conv" not in graph:
         return None
     model = onnx.load_model_from_string(bytes(graph))
@@ -123,13 +123,8 @@ def blocked_program(graph: bytes, make_options: Callable[[], object],
     sources = _without_pairs(model, pairs)
     with tempfile.TemporaryDirectory(prefix="rknnrt_fp16_") as folder:
         path = os.path.join(folder, "laid_out.onnx")
-        options = make_options()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.optimized_model_filepath = path
-        if initializers is not None and initializers[0]:
-            options.add_external_initializers(*initializers)
-        ort.InferenceSession(model.SerializeToString(), options,
-                             providers=["CPUExecutionProvider"], enable_fallback=0)  # fmt: skip
+        open_program(model.SerializeToString(), optimise=True, optimized_model_path=path,
+                     initializers=initializers)
         laid_out = onnx.load(path)
     if not any(n.domain == "com.microsoft.nchwc" for n in laid_out.graph.node):
         return None  # no blocked layout on this CPU: nothing gained

@@ -9,13 +9,13 @@ estimate (RKNN_QUERY_PERF_RUN, `rknnrt perf --compare`) counts each NPU<->CPU cr
 
 from __future__ import annotations
 
-from .board_layers import Layer
-from .lazy_imports import onnx
+from ..lazy_imports import onnx
+from .layers import Layer
 
 
 def place(layers: list[Layer], graph: onnx.GraphProto, platform: str) -> list[Layer]:
     """`layers` with those of the nodes that run on the CPU on `platform` marked as CPU."""
-    from ..model.op_placement import device_for  # imports onnx: not at `import rknnrt`
+    from ...model.op_placement import device_for  # imports onnx: not at `import rknnrt`
 
     cpu = {n.name for n in graph.node if n.name and device_for(n, platform) == "CPU"}
     if not cpu:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lazy_imports import onnx
+from ..lazy_imports import onnx
 
 _SHUFFLE_PERM = [0, 2, 1, 3, 4]
 

@@ -16,9 +16,10 @@ from typing import Protocol
 
 import numpy as np
 
-from . import log
-from .errors import FAIL, PARAM_INVALID, RknnError
-from .lazy_imports import onnx, ort
+from ...sessions import factory, policies
+from .. import log
+from ..errors import FAIL, PARAM_INVALID, RknnError
+from ..lazy_imports import onnx
 
 SKIP_COMPUTE = -14  # RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE
 TARGET_CPU, TARGET_GPU = 1, 2
@@ -68,7 +69,7 @@ _nodes_lock = threading.Lock()
 def node_attrs(node: onnx.NodeProto) -> dict[str, np.ndarray]:
     """The attributes a callback can ask for: the stored ones plus "name" (UINT8 bytes of the
     node name, NUL-terminated in memory; n_elems counts the characters)."""
-    from ..model.custom_ops import attribute_value  # imports onnx: not at `import rknnrt`
+    from ...model.custom_ops import attribute_value  # imports onnx: not at `import rknnrt`
 
     attrs: dict[str, np.ndarray] = {}
     for attr in node.attribute:
@@ -117,9 +118,8 @@ class BuiltinOp:
             [onnx.helper.make_tensor_value_info(n, types[n], None) for n in node.outputs],
         )
         model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
-        self.session = ort.InferenceSession(
-            model.SerializeToString(), providers=["CPUExecutionProvider"]
-        )
+        # inside rknn_run: one thread, no pool of its own to wake or keep spinning
+        self.session = factory.create(model, policies.HELPER)
         self.inputs, self.outputs = node.inputs, node.outputs
 
     def run(self, ins: list[np.ndarray], outs: list[np.ndarray]) -> None:
@@ -146,7 +146,7 @@ class ContextOps:
 
     @classmethod
     def of_graph(cls, graph: onnx.GraphProto, types: dict[str, int]) -> ContextOps:
-        from ..model.custom_ops import is_custom  # imports onnx: not at `import rknnrt`
+        from ...model.custom_ops import is_custom  # imports onnx: not at `import rknnrt`
 
         nodes = [
             NodeInstance(

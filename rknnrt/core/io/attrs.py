@@ -12,9 +12,9 @@ from math import prod
 
 import numpy as np
 
-from ..model.meta import TensorSpec
+from ...model.meta import TensorSpec
+from ..platforms import Platform
 from . import layouts
-from .platforms import Platform
 
 
 @dataclass

@@ -22,7 +22,8 @@ import threading
 
 import numpy as np
 
-from .lazy_imports import onnx, ort
+from ...sessions import factory, policies
+from ..lazy_imports import onnx
 
 MIN_ELEMENTS = 4096
 _lock = threading.Lock()
@@ -45,11 +46,7 @@ def _session(kind: str):
                 output = h.make_tensor_value_info("y", tp.INT8, None)
             graph = h.make_graph([node], kind, inputs, [output])
             model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
-            options.intra_op_num_threads = 1  # no thread pool of its own to wake or spin
-            _sessions[kind] = ort.InferenceSession(model.SerializeToString(), options,
-                                                   providers=["CPUExecutionProvider"])  # fmt: skip
+            _sessions[kind] = factory.create(model, policies.HELPER)
         return _sessions[kind]
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..model.meta import MemoryPlan
+from ...model.meta import MemoryPlan
 
 
 def placements(

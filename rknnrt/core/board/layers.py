@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import ceil, prod
 
-from .lazy_imports import onnx
+from ..lazy_imports import onnx
 
 BOOKKEEPING = frozenset({"QuantizeLinear", "DequantizeLinear", "Cast", "Identity", "Dropout"})
 _ACT_NAMES = {"Relu": "Relu", "Clip": "Clip", "Sigmoid": "Sigmoid", "LeakyRelu": "LeakyRelu",

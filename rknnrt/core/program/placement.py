@@ -1,15 +1,15 @@
 """Where a model's operators run on a platform: the NPU, or the CPU for custom operators and
 for operators the platform's NPU lacks (the table is model/op_placement.py). A model with any
-CPU operator runs as NPU and CPU segments (core/partition.py)."""
+CPU operator runs as NPU and CPU segments (core/program/segmented.py)."""
 
 from __future__ import annotations
 
-from .lazy_imports import onnx
+from ..lazy_imports import onnx
 
 
 def cpu_op_types(graph: bytes, platform: str) -> set[str]:
     """The op types of a model graph that run on the platform's CPU."""
-    from ..model.op_placement import device_for  # imports onnx: not at `import rknnrt`
+    from ...model.op_placement import device_for  # imports onnx: not at `import rknnrt`
 
     if not needs_partition(graph, platform):
         return set()
@@ -19,7 +19,7 @@ def cpu_op_types(graph: bytes, platform: str) -> set[str]:
 
 def needs_partition(graph: bytes, platform: str) -> bool:
     """Whether a model graph has custom ops or ops the platform runs on the CPU."""
-    from ..model.op_placement import CPU_OPS, device_for  # imports onnx: not at import
+    from ...model.op_placement import CPU_OPS, device_for  # imports onnx: not at import
 
     cpu_ops = CPU_OPS.get(platform, frozenset())
     if b"rknnrt.custom" not in graph and not any(op.encode() in graph for op in cpu_ops):
@@ -30,6 +30,6 @@ def needs_partition(graph: bytes, platform: str) -> bool:
 
 def place(node: onnx.NodeProto, platform: str) -> str:
     """Where a node of a model graph runs (model/op_placement.py)."""
-    from ..model.op_placement import device_for  # imports onnx: not at `import rknnrt`
+    from ...model.op_placement import device_for  # imports onnx: not at `import rknnrt`
 
     return device_for(node, platform)

@@ -6,38 +6,23 @@ onnxruntime sessions are safe to run from several threads, and the weights are n
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ..model.errors import ModelFormatError
-from ..model.meta import ModelMeta, TensorSpec
-from . import fast_graph, fp16_layout, int8_kernels, switches
-from .errors import MODEL_INVALID, RknnError
-from .lazy_imports import onnx, ort
+from ...model.errors import ModelFormatError
+from ...model.meta import ModelMeta, TensorSpec
+from ...sessions import factory, policies
+from .. import switches
+from ..errors import MODEL_INVALID, RknnError
+from ..lazy_imports import onnx, ort
+from . import fast_graph, fp16_layout
 
-# Operators through which onnxruntime may reach its u8s8 kernels (QDQ fusion included).
-_INTEGER_OPS = (b"Quantize", b"QLinear", b"Integer", b"QGemm", b"QAttention")
 
-
-def session_options(graph: bytes | None = None) -> ort.SessionOptions:
-    """Options of every program session; `graph` (when given) lets a graph without integer
-    operators skip the int8-kernel probe."""
-    options = ort.SessionOptions()
-    options.log_severity_level = 3  # onnxruntime's own warnings are not the runtime's to print
-    # Exact int8 arithmetic: x86's fast u8s8 kernels saturate 16-bit pair sums (255*127*2)
-    # unless the CPU has VNNI, the NPU never does; where a probe of this CPU's kernels finds
-    # them saturating, onnxruntime is told to use its exact (slower) ones.
-    integer = graph is None or any(op in graph for op in _INTEGER_OPS)
-    if integer and not int8_kernels.fast_kernels_exact():
-        options.add_session_config_entry(int8_kernels.PRECISION_KEY, "1")
-    # The NPU leaves the CPUs to the application once rknn_run returns; onnxruntime's workers
-    # would keep spinning after each run and slow whatever runs next (an onnxruntime float32
-    # session alternating with an rknnrt one ran 1.9x slower: SqueezeNet 6.9 vs 3.7 ms).
-    # Consecutive runs of one program are as fast either way (4.2-4.3 ms, fp16 SqueezeNet).
-    options.add_session_config_entry("session.force_spinning_stop", "1")
-    threads = switches.num_threads()  # RKNNRT_NUM_THREADS
-    if threads is not None:
-        options.intra_op_num_threads = threads
-    return options
+def open_program(graph: bytes, **kwargs: Any) -> Any:
+    """A program's (or segment's) session: the PROGRAM policy with RKNNRT_NUM_THREADS threads
+    (sessions/policies.py: workers stop spinning after each run, exact int8 kernels)."""
+    return factory.create(graph, policies.PROGRAM, threads=switches.num_threads(), **kwargs)
 
 
 def _weights_as_inputs(graph: bytes) -> bytes:
@@ -57,7 +42,7 @@ def weight_views(meta: ModelMeta, graph: bytes, weights: np.ndarray) -> dict[str
     """The metadata's weights as views of the weight memory, after checking that the graph's
     weights-section constants are exactly those weights (graph_rules: nothing else may reach
     onnxruntime as external data). Shared by one program and a segmented one."""
-    from ..model import graph_rules  # imports onnx: not at `import rknnrt`
+    from ...model import graph_rules  # imports onnx: not at `import rknnrt`
 
     try:  # the graph's rules were checked (and cached) by container.read at init
         graph_rules.cross_check(graph_rules.check_graph(graph), meta.weights)
@@ -105,27 +90,20 @@ class Program:
 
     def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray,
                  in_place: bool = False) -> None:  # fmt: skip
-        options = session_options(bytes(graph))
         views = weight_views(meta, graph, weights)
         names, values = list(views), list(views.values())
         self.weight_views = list(zip(names, values)) if in_place else []
         try:
             graph = fast_graph.rewrite(graph)  # exact, faster in onnxruntime
             if in_place:
-                graph = _weights_as_inputs(graph)
+                self.session = open_program(_weights_as_inputs(graph))
             else:
                 weights_given = (names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values])
-                blocked = _fp16_blocked(graph, weights_given)
+                blocked = _fp16_blocked(meta, graph, weights_given)
                 if blocked is not None:  # laid out, weights included: run as it is
-                    graph = blocked
-                    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-                elif names:
-                    options.add_external_initializers(*weights_given)
-            # enable_fallback=0: onnxruntime's Python layer would otherwise print "EP Error"
-            # lines to stdout and retry the same provider when the session fails to build.
-            self.session = ort.InferenceSession(
-                graph, options, providers=["CPUExecutionProvider"], enable_fallback=0
-            )
+                    self.session = open_program(blocked, optimise=False)
+                else:
+                    self.session = open_program(graph, initializers=weights_given)
         except Exception as exc:  # onnx and onnxruntime raise several types for a bad graph
             raise RknnError(MODEL_INVALID, f"the model's graph cannot be loaded: {exc}") from None
         self._keep = weights  # the program reads these bytes (in place, or once at load)
@@ -143,14 +121,15 @@ class Program:
             )
 
 
-def _fp16_blocked(graph: bytes, weights_given: tuple) -> bytes | None:
-    """core/fp16_layout's graph for a float16 program (not an int8 one; RKNNRT_FP16_BLOCKED=0:
-    never); None keeps `graph`, also where onnxruntime cannot lay it out (that failure is the
-    plain session's to report, with the plain graph)."""
-    if not switches.fp16_blocked() or any(op in graph for op in _INTEGER_OPS):
-        return None  # (an int8 program's float16 islands keep their place)
+def _fp16_blocked(meta: ModelMeta, graph: bytes, weights_given: tuple) -> bytes | None:
+    """core/program/fp16_layout's graph for a float16 program (the metadata's kind: not an int8
+    one, whose float16 islands keep their place; RKNNRT_FP16_BLOCKED=0: never); None keeps
+    `graph`, also where onnxruntime cannot lay it out (that failure is the plain session's to
+    report, with the plain graph)."""
+    if not switches.fp16_blocked() or meta.float_dtype == "int8":
+        return None
     try:
-        return fp16_layout.blocked_program(graph, lambda: session_options(graph), weights_given)
+        return fp16_layout.blocked_program(graph, open_program, weights_given)
     except Exception:  # onnx and onnxruntime raise several types; the plain path decides
         return None
 

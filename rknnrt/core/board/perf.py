@@ -21,12 +21,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model.meta import ModelMeta
-from . import board_layers, board_model, log, segment_layers, switches
-from .board_layers import Layer
-from .board_model import Cost
-from .lazy_imports import onnx, ort
-from .platforms import Platform
+from ...model.meta import ModelMeta
+from ...sessions import factory, policies
+from .. import log, switches
+from ..lazy_imports import onnx, ort
+from ..platforms import Platform
+from . import layers as board_layers
+from . import segment_layers
+from . import soc_costs as board_model
+from .layers import Layer
+from .soc_costs import Cost
 
 PROFILE_RUNS = 3  # measured runs after the warm-up (1 when a run takes longer than SLOW_S)
 SLOW_S = 0.2
@@ -179,15 +183,7 @@ class Profiler:
 
     def measure(self, weights: np.ndarray, feeds: dict[str, np.ndarray]) -> dict[str, dict]:
         """Per node name: {'us': median time, 'ins': shapes, 'outs': shapes}."""
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        options.enable_profiling = True
         folder = tempfile.mkdtemp(prefix="rknnrt-perf-")
-        options.profile_file_prefix = os.path.join(folder, "profile")
-        threads = switches.num_threads()
-        if threads:
-            options.intra_op_num_threads = threads
         names, values = [], []
         for w in self.meta.weights:
             dtype = np.dtype(np.bool_) if w.dtype == "bool" else np.dtype(w.dtype)
@@ -195,9 +191,9 @@ class Profiler:
             names.append(w.name)
             values.append(ort.OrtValue.ortvalue_from_numpy(view))
         try:
-            if names:
-                options.add_external_initializers(names, values)
-            session = ort.InferenceSession(self.graph, options, providers=["CPUExecutionProvider"])
+            session = factory.create(self.graph, policies.PROFILER, threads=switches.num_threads(),
+                                     initializers=(names, values),
+                                     profile_prefix=os.path.join(folder, "profile"))  # fmt: skip
             start = time.perf_counter()
             session.run(None, feeds)  # warm-up: first-run allocations are not the op's time
             runs = PROFILE_RUNS if time.perf_counter() - start < SLOW_S else 1

@@ -18,11 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from ..model.meta import ModelMeta, TensorSpec
-from . import custom_ops, partition_memory
-from .errors import MODEL_INVALID, PARAM_INVALID, RknnError
-from .executor import address_of, session_options, weight_views
-from .lazy_imports import onnx, ort
+from ...model.meta import ModelMeta, TensorSpec
+from ..errors import MODEL_INVALID, PARAM_INVALID, RknnError
+from ..lazy_imports import onnx, ort
+from . import custom_ops
+from . import segment_memory as partition_memory
+from .whole import address_of, open_program, weight_views
 
 _ALIGN = 64
 
@@ -77,7 +78,7 @@ def _attached_conversions(nodes: list[onnx.NodeProto]) -> dict[int, tuple[list, 
     """Per custom node: the conversions that feed only it and those that only it feeds (the
     converter's DequantizeLinear/Cast before and QuantizeLinear/Cast after, docs/custom-ops.md):
     they run with the op on the CPU, so the tensors crossing are the stored int8/float16."""
-    from ..model.custom_ops import is_custom  # imports onnx: not at `import rknnrt`
+    from ...model.custom_ops import is_custom  # imports onnx: not at `import rknnrt`
 
     producer = {o: n for n in nodes for o in n.output}
     consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
@@ -140,8 +141,8 @@ class SegmentedProgram:
     """The compiled steps of a graph with custom nodes; shared by duplicated contexts."""
 
     def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray, platform: str) -> None:
-        from ..model.custom_ops import is_custom  # these import onnx: not at `import rknnrt`
-        from ..model.op_placement import device_for
+        from ...model.custom_ops import is_custom  # these import onnx: not at `import rknnrt`
+        from ...model.op_placement import device_for
 
         model = onnx.load_model_from_string(graph)
         try:
@@ -205,17 +206,11 @@ class SegmentedProgram:
             if not outs:  # nothing later reads what it makes (dead conversions): no session
                 continue
             segment = _segment(group, model, ins, outs, types)
-            options = session_options()
             external = [t.name for t in segment.graph.initializer if t.name in views]
-            if external:
-                options.add_external_initializers(
-                    external, [ort.OrtValue.ortvalue_from_numpy(views[n]) for n in external]
-                )
+            given = (external, [ort.OrtValue.ortvalue_from_numpy(views[n]) for n in external])
             try:
                 serialized = segment.SerializeToString()
-                session = ort.InferenceSession(
-                    serialized, options, providers=["CPUExecutionProvider"]
-                )
+                session = open_program(serialized, initializers=given)
             except Exception as exc:  # onnxruntime raises several types for a bad graph
                 raise RknnError(MODEL_INVALID, f"a graph segment cannot be loaded: {exc}") from None
             device = device_for(group[0], platform)
@@ -414,7 +409,7 @@ def destroy(binding: object) -> None:
 
 def binding_type(program: object) -> type:
     """The binding class for a program (executor.Binding, or SegmentedBinding)."""
-    from .executor import Binding
+    from .whole import Binding
 
     return SegmentedBinding if isinstance(program, SegmentedProgram) else Binding
 

@@ -1,5 +1,5 @@
 """The matmul API's types, shapes and attributes (facts §4.2, §5.11): what rknn_matmul_create
-checks and reports before any data is bound. core/matmul.py runs them."""
+checks and reports before any data is bound. core/matmul/engine.py runs them."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import log, platforms, switches
-from . import matmul_layouts as lay
-from .errors import FAIL, PARAM_INVALID, RknnError
-from .platforms import MatmulFacts, Platform
+from .. import log, platforms, switches
+from ..errors import FAIL, PARAM_INVALID, RknnError
+from ..platforms import MatmulFacts, Platform
+from . import layouts as lay
 
 PLATFORM_ENV = switches.PLATFORM.name  # the emulated SoC, read at rknn_matmul_create
 DEFAULT_PLATFORM = switches.PLATFORM.default

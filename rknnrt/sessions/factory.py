@@ -1,0 +1,72 @@
+"""Open an onnxruntime session under a named policy (policies.py): the package's one door."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import int8_kernels
+from .policies import Policy, open_session, session_options
+
+# Operators through which onnxruntime reaches its u8s8 kernels (its QDQ fusion included).
+INTEGER_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul",
+                         "ConvInteger", "MatMulInteger", "QGemm", "QAttention",
+                         "DynamicQuantizeLinear", "QLinearAdd", "QLinearMul"})  # fmt: skip
+
+
+def uses_integer_kernels(model: Any) -> bool:
+    """Whether a graph (bytes or ModelProto) has an operator that may run on int8 kernels."""
+    import onnx
+
+    if isinstance(model, str):
+        proto = onnx.load(model, load_external_data=False)
+    elif isinstance(model, onnx.ModelProto):
+        proto = model
+    else:
+        proto = onnx.load_model_from_string(model)
+    return any(node.op_type in INTEGER_OPS for node in proto.graph.node)
+
+
+def create(model: Any, policy: Policy, **settings: Any) -> Any:
+    """A session of `model` (bytes, a path or a ModelProto) under `policy`; `settings` as for
+    `options_for`."""
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        model = model.SerializeToString()
+    return open_session(model, options_for(model, policy, **settings))
+
+
+def options_for(
+    model: Any,
+    policy: Policy,
+    *,
+    threads: int | None = None,
+    initializers: tuple[list[str], list] | None = None,
+    profile_prefix: str | None = None,
+    optimise: bool | None = None,
+    optimized_model_path: str | None = None,
+) -> Any:
+    """The SessionOptions `policy` gives `model`: exact int8 kernels only where the graph has an
+    integer operator and this CPU's fast kernels saturate (the probe runs only then).
+
+    `threads`: the count for a policy that takes the caller's; `initializers`: (names, OrtValues)
+    the session reads in place of the graph's external data; `profile_prefix`: profiling on, files
+    there; `optimise`: overrides the policy's optimisation (a graph already laid out for this CPU
+    runs unoptimised, one being laid out runs fully optimised); `optimized_model_path`: where
+    onnxruntime writes the optimised graph."""
+    import onnxruntime as ort
+
+    exact = (policy.exact_int8 and uses_integer_kernels(model)
+             and not int8_kernels.fast_kernels_exact())  # fmt: skip
+    options = session_options(policy, threads, exact)
+    if optimise is not None:
+        options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimise
+                                            else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    if profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
+    if optimized_model_path is not None:
+        options.optimized_model_filepath = optimized_model_path
+    if initializers is not None and initializers[0]:
+        options.add_external_initializers(*initializers)
+    return options
