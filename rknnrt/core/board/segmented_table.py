@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from ..lazy_imports import onnx
 from ..platforms import Platform
-from ..program.segmented import SegmentedBinding, SegmentedProgram
 from . import perf
 from .layers import Layer
 from .table import render
 
 
-def perf_table(program: SegmentedProgram, binding: SegmentedBinding, weights: np.ndarray,
-               platform: Platform, split: int, core_mask: int) -> str:  # fmt: skip
-    """The PERF_DETAIL text of the last run's inputs (the binding's buffers hold them)."""
+def perf_table(program: Any, binding: Any, weights: np.ndarray, platform: Platform, split: int,
+               core_mask: int) -> str:  # fmt: skip
+    """The PERF_DETAIL text of the last run's inputs (the binding's buffers hold them) for a
+    core/program/segmented.py program and binding (read, never imported: the program asks)."""
     meta = program.meta
     model_io = {s.name for s in [*meta.inputs, *meta.outputs]}
     plain = replace(meta, inputs=[], outputs=[])

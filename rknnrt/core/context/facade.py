@@ -14,14 +14,11 @@ import numpy as np
 
 from .. import device, guard, log, registry
 from ..board import perf
-from ..board import segmented_table as partition_perf
-from ..board import table as perf_table
 from ..errors import FAIL, INPUT_INVALID, PARAM_INVALID, RknnError
 from ..io import attrs
 from ..io.memory import Buffer, Memory
 from ..lazy_imports import onnx
 from ..program import placement
-from ..program import segmented as partition
 from ..version import API_VERSION, DRIVER_VERSION
 from .bindings import Bindings
 from .frames import Extend, Frames, Handed, OutputRequest
@@ -50,7 +47,6 @@ class Context:
         # Read once, as the vendor reads RKNN_LOG_LEVEL at init: the run path stays cheap.
         self._log_timing = log.level() >= log.TIMING
         self._log_perf = log.level() >= log.PERF
-        self._profiler: perf.Profiler | None = None
         self._perf: tuple[int, str] | None = None  # (frame, table) of the last PERF_DETAIL
         self._perf_text: Any = None  # the API layer's buffer of the last PERF_DETAIL text
         if source is not None:  # rknn_dup_context: same weights and program, own IO
@@ -65,7 +61,12 @@ class Context:
     def _bind(self) -> None:
         """Bind the program; a segmented one places its crossing tensors in internal memory."""
         self.shapes.bind_program(self.weights.program)
-        partition.use_internal(self.shapes.binding, self.weights.internal_views())
+        self._use_internal()
+
+    def _use_internal(self) -> None:
+        """A segmented program's crossing tensors go into the internal memory."""
+        if self.shapes.binding is not None:
+            self.shapes.binding.use_internal(self.weights.internal_views())
 
     # -- what other layers read ---------------------------------------------------------------
     @property
@@ -204,19 +205,10 @@ class Context:
     def _perf_table(self) -> str:
         """Profile the program on the current inputs and render the table (core/board/perf.py)."""
         program, weights = self.weights.program, self.weights.array
-        assert program is not None and weights is not None
-        if isinstance(program, partition.SegmentedProgram):  # NPU and CPU segments
-            split = device.cores_for(self.frames.core_mask, self.platform.npu_cores)[1]
-            return partition_perf.perf_table(program, self.shapes.binding, weights, self.platform,
-                                             split, self.frames.core_mask)  # fmt: skip
-        if self._profiler is None:
-            self._profiler = perf.Profiler(self.model.meta, self.model.graph)
-        feeds = dict(zip(program.input_names, self.shapes.feeds))
-        times = self._profiler.measure(weights, feeds)
+        binding = self.shapes.binding
+        assert program is not None and weights is not None and binding is not None
         split = device.cores_for(self.frames.core_mask, self.platform.npu_cores)[1]
-        model = perf.CostModel(self.platform, self._profiler.dtype, split)
-        return perf_table.render(perf.rows(self._profiler, times, model), model,
-                                 self.frames.core_mask)
+        return program.perf_table(binding, weights, self.platform, split, self.frames.core_mask)
 
     def placement(self) -> list[tuple[str, str]]:
         """(op type x count, device) of the model's operators: the platform's op support and
@@ -232,7 +224,9 @@ class Context:
 
     def register_custom_ops(self, ops: list) -> None:
         """rknn_register_custom_ops: the callbacks live with the program's binding."""
-        partition.register(self.shapes.binding, ops)
+        if self.shapes.binding is None:
+            raise RknnError(PARAM_INVALID, "the context has no weights loaded")
+        self.shapes.binding.register(ops)
 
     def mem_size(self) -> dict[str, int]:
         sizes = self.weights.mem_size()
@@ -256,7 +250,7 @@ class Context:
     def set_internal_mem(self, memory: Memory) -> None:
         self.frames.settle("rknn_set_internal_mem")
         self.weights.set_internal_mem(memory)
-        partition.use_internal(self.shapes.binding, self.weights.internal_views())
+        self._use_internal()
 
     def set_io_mem(self, memory: Memory, name: str, dtype: str, fmt: str, pass_through: bool,
                    w_stride: int, h_stride: int = 0) -> None:  # fmt: skip

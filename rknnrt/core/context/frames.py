@@ -14,7 +14,8 @@ from .. import device, jobs, log
 from ..errors import FAIL, OUTPUT_INVALID, PARAM_INVALID, TIMEOUT, RknnError
 from ..io.plans import OutputPlan
 from ..platforms import Platform
-from ..program.whole import Binding, address_of
+from ..program.base import Binding
+from ..program.whole import address_of
 from .options import InitOptions
 
 Extend = tuple[int, int, int]  # rknn_run_extend as (non_block, timeout_ms, fence_fd)

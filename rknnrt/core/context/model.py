@@ -15,9 +15,9 @@ from .. import log, platforms
 from ..errors import FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
 from ..io import memory
 from ..io.plans import InputPlan, OutputPlan
-from ..program import placement
+from ..program import placement, whole
 from ..program import segmented as partition
-from ..program.whole import Program
+from ..program.base import Program
 from ..version import API_VERSION, DRIVER_VERSION
 from .options import InitOptions
 
@@ -164,10 +164,10 @@ class Model:
         """One onnxruntime program, or NPU and CPU segments when the model has custom ops or
         operators the platform's NPU lacks (core/program/segmented.py)."""
         if placement.needs_partition(self.graph, self.platform.name):
-            return partition.SegmentedProgram(  # type: ignore[return-value]
+            return partition.SegmentedProgram(
                 self.meta, self.graph, weights, self.platform.name
             )
-        return Program(self.meta, self.graph, weights, in_place)
+        return whole.Program(self.meta, self.graph, weights, in_place)
 
     def log_fallback(self, options: InitOptions) -> None:
         """EXECUTE_FALLBACK_PRIOR_DEVICE_GPU: operators the NPU cannot run would prefer the GPU;

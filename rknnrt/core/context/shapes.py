@@ -8,8 +8,7 @@ import numpy as np
 from ..errors import FAIL, PARAM_INVALID, RknnError
 from ..io import attrs, layouts
 from ..io.plans import InputPlan, OutputPlan
-from ..program import segmented as partition
-from ..program.whole import Binding, Program
+from ..program.base import Binding, Program
 from .model import Model
 
 
@@ -43,7 +42,8 @@ class Shapes:
 
     def bind_program(self, program: Program | None) -> None:
         """(Re)bind the feeds and fresh outputs to `program` (after load or new weights)."""
-        registered = partition.registered_ops(self.binding)  # custom ops move to the new one
+        # custom ops move to the new binding
+        registered = self.binding.registered_ops() if self.binding is not None else []
         self._destroy_bindings()
         self._program = program
         if program is None:
@@ -52,11 +52,10 @@ class Shapes:
         self.binding = self._new_binding(program)
         self._per_set = {self.shape_set: (self.feeds, self.binding)}
         if registered:
-            partition.register(self.binding, registered)
+            self.binding.register(registered)
 
     def _new_binding(self, program: Program) -> Binding:
-        binding_type = partition.binding_type(program)  # a segmented program binds its own way
-        return binding_type(program, self.feeds, [plan.spec for plan in self.outputs])
+        return program.bind(self.feeds, [plan.spec for plan in self.outputs])
 
     def _destroy_bindings(self) -> None:
         """Custom operators' destroy callbacks, once per binding (shape sets share none)."""
@@ -64,7 +63,7 @@ class Shapes:
         if self.binding is not None:
             seen[id(self.binding)] = self.binding
         for binding in seen.values():
-            partition.destroy(binding)
+            binding.destroy()
 
     def unbind(self) -> None:
         self._destroy_bindings()

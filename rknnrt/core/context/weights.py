@@ -14,7 +14,7 @@ from ..board import perf
 from ..errors import FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
 from ..io import sram
 from ..io.memory import Buffer, Memory
-from ..program.whole import Program
+from ..program.base import Program
 from .model import Model
 from .options import InitOptions
 

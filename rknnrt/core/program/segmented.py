@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from ...model.meta import ModelMeta, TensorSpec
-from ..errors import MODEL_INVALID, PARAM_INVALID, RknnError
+from ..board import segmented_table
+from ..errors import MODEL_INVALID, RknnError
 from ..lazy_imports import onnx, ort
-from . import custom_ops
-from . import segment_memory as partition_memory
+from . import custom_ops, segment_memory
 from .whole import address_of, open_program, weight_views
 
 _ALIGN = 64
@@ -220,6 +220,14 @@ class SegmentedProgram:
         self.graph = model.graph
         self.meta = meta
 
+    def bind(self, inputs: list[np.ndarray], outputs: list[TensorSpec]) -> SegmentedBinding:
+        return SegmentedBinding(self, inputs, outputs)
+
+    def perf_table(self, binding: SegmentedBinding, weights: np.ndarray, platform: Any,
+                   split: int, core_mask: int) -> str:  # fmt: skip
+        """Each NPU/CPU segment profiled, each custom op timed (core/board/segmented_table.py)."""
+        return segmented_table.perf_table(self, binding, weights, platform, split, core_mask)
+
 
 def _dtype(elem: int) -> np.dtype:
     return (
@@ -310,10 +318,10 @@ class SegmentedBinding:
             size = views[0].size
             steps = [(s.inputs, [*s.mids, *s.outputs]) for s in program.steps]
             sizes = {n: a.nbytes for n, a in self._own.items()}
-            placed = partition_memory.placements(program.meta.memory, steps, sizes, size)
+            placed = segment_memory.placements(program.meta.memory, steps, sizes, size)
             for step in program.steps:  # a custom output needs its guard area there too
                 if step.node is not None:
-                    partition_memory.keep_guards(placed, sizes, step, custom_ops.GUARD_BYTES,
+                    segment_memory.keep_guards(placed, sizes, step, custom_ops.GUARD_BYTES,
                                                  size)  # fmt: skip
         if not placed and not self.placed:
             return
@@ -379,42 +387,8 @@ class SegmentedBinding:
     def register(self, ops: list[custom_ops.OpCallbacks]) -> None:
         self.custom.register(ops, self.cpu_buffers)
 
+    def registered_ops(self) -> list[custom_ops.OpCallbacks]:
+        return list(self.custom.ops.values())
+
     def destroy(self) -> None:
         self.custom.destroy()
-
-
-def register(binding: object, ops: list[custom_ops.OpCallbacks]) -> None:
-    """rknn_register_custom_ops on a context whose binding is `binding`."""
-    if not isinstance(binding, SegmentedBinding):
-        raise RknnError(
-            PARAM_INVALID,
-            "this model has no custom ops (nothing to register)"
-            if binding is not None
-            else "the context has no weights loaded",
-        )
-    binding.register(ops)
-
-
-def registered_ops(binding: object) -> list[custom_ops.OpCallbacks]:
-    """The custom ops registered on `binding` (none for a plain program)."""
-    if isinstance(binding, SegmentedBinding):
-        return list(binding.custom.ops.values())
-    return []
-
-
-def destroy(binding: object) -> None:
-    if isinstance(binding, SegmentedBinding):
-        binding.destroy()
-
-
-def binding_type(program: object) -> type:
-    """The binding class for a program (executor.Binding, or SegmentedBinding)."""
-    from .whole import Binding
-
-    return SegmentedBinding if isinstance(program, SegmentedProgram) else Binding
-
-
-def use_internal(binding: object, views: tuple[np.ndarray, np.ndarray] | None) -> None:
-    """A segmented binding's crossing tensors into the context's internal memory (design §5)."""
-    if isinstance(binding, SegmentedBinding):
-        binding.use_internal(views)

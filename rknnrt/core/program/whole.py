@@ -6,6 +6,7 @@ onnxruntime sessions are safe to run from several threads, and the weights are n
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,9 @@ from ...model.errors import ModelFormatError
 from ...model.meta import ModelMeta, TensorSpec
 from ...sessions import factory, policies
 from .. import switches
-from ..errors import MODEL_INVALID, RknnError
+from ..board import perf
+from ..board import table as perf_table
+from ..errors import MODEL_INVALID, PARAM_INVALID, RknnError
 from ..lazy_imports import onnx, ort
 from . import fast_graph, fp16_layout
 
@@ -68,6 +71,21 @@ class Program:
     initializers, which it copies and optimises.
     """
 
+    def bind(self, inputs: list[np.ndarray], outputs: list[TensorSpec]) -> Binding:
+        return Binding(self, inputs, outputs)
+
+    def perf_table(self, binding: Binding, weights: np.ndarray, platform: Any, split: int,
+                   core_mask: int) -> str:  # fmt: skip
+        """The graph profiled on the binding's inputs, one row per vendor layer
+        (core/board/perf.py); the profiler (its renamed graph) is made once per program."""
+        with self._profiler_lock:
+            if self._profiler is None:
+                self._profiler = perf.Profiler(self._meta, self._graph)
+        profiler = self._profiler
+        times = profiler.measure(weights, dict(zip(self.input_names, binding.feeds)))
+        model = perf.CostModel(platform, profiler.dtype, split)
+        return perf_table.render(perf.rows(profiler, times, model), model, core_mask)
+
     def _check_types(self, meta: ModelMeta) -> None:
         """The graph's IO types and static dims must be what the metadata reports."""
         nodes = {n.name: n for n in self.session.get_inputs() + self.session.get_outputs()}
@@ -90,6 +108,7 @@ class Program:
 
     def __init__(self, meta: ModelMeta, graph: bytes, weights: np.ndarray,
                  in_place: bool = False) -> None:  # fmt: skip
+        source = graph  # the model's graph as stored (PERF_DETAIL profiles it)
         views = weight_views(meta, graph, weights)
         names, values = list(views), list(views.values())
         self.weight_views = list(zip(names, values)) if in_place else []
@@ -107,6 +126,9 @@ class Program:
         except Exception as exc:  # onnx and onnxruntime raise several types for a bad graph
             raise RknnError(MODEL_INVALID, f"the model's graph cannot be loaded: {exc}") from None
         self._keep = weights  # the program reads these bytes (in place, or once at load)
+        self._meta, self._graph = meta, source
+        self._profiler: perf.Profiler | None = None
+        self._profiler_lock = threading.Lock()
         weight_names = {name for name, _ in self.weight_views}
         self.input_names = [i.name for i in self.session.get_inputs() if i.name not in weight_names]
         self.output_names = [o.name for o in self.session.get_outputs()]
@@ -153,6 +175,7 @@ class Binding:
 
     def __init__(self, program: Program, inputs: list[np.ndarray], outputs: list[TensorSpec]):
         self._program = program
+        self.feeds = inputs
         self._io = program.session.io_binding()
         for name, array in [*zip(program.input_names, inputs), *program.weight_views]:
             self._io.bind_input(name, "cpu", 0, array.dtype, array.shape, address_of(array))
@@ -174,3 +197,15 @@ class Binding:
 
     def run(self) -> None:
         self._program.session.run_with_iobinding(self._io)
+
+    def register(self, ops: list[Any]) -> None:
+        raise RknnError(PARAM_INVALID, "this model has no custom ops (nothing to register)")
+
+    def registered_ops(self) -> list[Any]:
+        return []
+
+    def use_internal(self, views: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """Nothing crosses between segments: onnxruntime keeps the intermediates."""
+
+    def destroy(self) -> None:
+        """No custom op, no destroy callback."""
