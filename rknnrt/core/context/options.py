@@ -1,7 +1,7 @@
 """InitOptions: rknn_init's `flag` decoded once into typed fields (facts §5.6, docs/device.md).
 
 Bit values are the header's (rknn_api.h 2.5.0; tests/unit pins them against rknnrt.api). Each
-flag is honoured in exactly one place:
+flag is read where its entry says, and nowhere else:
 
 - PRIOR_HIGH/MEDIUM/LOW (priority): frames.Frames, the order of the device's queue
 - ASYNC_MASK (async_mode), FENCE_IN/OUT_OUTSIDE (fence_in, fence_out): frames.Frames

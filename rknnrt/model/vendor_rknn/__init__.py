@@ -75,6 +75,12 @@ def dynamic_shape_sets(m: VendorModel) -> tuple[list, list]:
     return m.input_shape_sets, m.output_shape_sets
 
 
+def program_kind(m: VendorModel) -> str:
+    """The metadata's float_dtype: "int8" where the compiler quantised any tensor, else the
+    NPU's float16 (the runtime chooses its kernels and layouts from it)."""
+    return "int8" if any(t.qnt_type == "int8" for t in m.tensors) else "float16"
+
+
 def parse_meta(m: VendorModel, weights_size: int) -> ModelMeta:
     shape_sets = dynamic_shape_sets(m)
     if not 0 <= m.internal_size <= MAX_INTERNAL:
@@ -95,7 +101,7 @@ def parse_meta(m: VendorModel, weights_size: int) -> ModelMeta:
     return ModelMeta(
         target_platform=m.platform, inputs=inputs, outputs=outputs, weights=[],
         memory=MemoryPlan(m.weight_size, m.internal_size, planned),
-        float_dtype="float16", custom_string=m.custom_string, model_name=m.model_name,
+        float_dtype=program_kind(m), custom_string=m.custom_string, model_name=m.model_name,
         framework=(m.source or "onnx").lower(), toolkit_version=m.toolkit_version,
         weights_sha256="",
         input_shape_sets=shape_sets[0], output_shape_sets=shape_sets[1],
