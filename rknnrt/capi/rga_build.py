@@ -50,7 +50,9 @@ def build_rga(force: bool = False) -> tuple[Path, Path]:
     """(librga.so, librga.a) of these sources, built now if missing."""
     cc, cxx = compiler(), cxx_compiler()
     if cc is None:
-        raise BuildError("building librga.so needs a C compiler: e.g. sudo apt install gcc (or set CC)")
+        raise BuildError(
+            "building librga.so needs a C compiler: e.g. sudo apt install gcc (or set CC)"
+        )
     folder = cache_root() / "rga" / _fingerprint(cxx is not None)
     shared, static = folder / SHARED, folder / STATIC
     if shared.exists() and static.exists() and not force:
@@ -66,7 +68,9 @@ def build_rga(force: bool = False) -> tuple[Path, Path]:
             objects = []
             for name in _C_SOURCES:
                 obj = str(Path(tmp) / (name + ".o"))
-                _run([cc, "-std=gnu99", *flags, "-c", str(RGA_DIR / "src" / name), "-o", obj], SHARED)
+                _run(
+                    [cc, "-std=gnu99", *flags, "-c", str(RGA_DIR / "src" / name), "-o", obj], SHARED
+                )
                 objects.append(obj)
             if cxx is not None:  # no exceptions or RTTI: the library needs no libstdc++
                 obj = str(Path(tmp) / (_CXX_SOURCE + ".o"))
@@ -82,6 +86,7 @@ def build_rga(force: bool = False) -> tuple[Path, Path]:
             os.replace(archive, static)
     except OSError as exc:
         raise BuildError(
-            f"cannot write the library cache {folder}: {exc}; set RKNNRT_CACHE_DIR to a writable folder"
+            f"cannot write the library cache {folder}: {exc}; "
+            "set RKNNRT_CACHE_DIR to a writable folder"
         ) from None
     return shared, static

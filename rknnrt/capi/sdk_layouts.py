@@ -45,7 +45,10 @@ def write_layout(
         _copy(rga_shared, librga / "Linux" / "aarch64" / rga_shared.name, 0o755)
         return [rknpu2, librga]
     if layout == "rknpu2":
-        api, rga = root / "runtime" / "Linux" / "librknn_api", root / "examples" / "3rdparty" / "rga"
+        api, rga = (
+            root / "runtime" / "Linux" / "librknn_api",
+            root / "examples" / "3rdparty" / "rga",
+        )
         _headers(api / "include", rknn_headers)
         _headers(rga / "include", rga_headers)
         for arch in ("aarch64", "armhf"):

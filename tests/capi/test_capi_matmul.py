@@ -48,7 +48,9 @@ def test_every_layout_and_dynamic_shapes_from_c(programs):
         cases = re.findall(r"^case (\d+) B(\w+) AC(\w+) \S+ ok$", done.stdout, re.M)
         dynamic = re.findall(r"^dynamic (\d+) B(\w+) ok$", done.stdout, re.M)
         assert (len({c[0] for c in cases}), len(cases), len(dynamic)) == (
-            n_types, n_cases, n_dynamic
+            n_types,
+            n_cases,
+            n_dynamic,
         ), platform
         assert {b for _, b, _ in cases} == {"NORM", "NATIVE", "TP_NORM"}
         tp_int4 = {t for t, b, _ in cases if b == "TP_NORM"} & {"7", "8", "10", "11", "12", "15"}

@@ -30,7 +30,7 @@ def read_results(path) -> dict[str, np.ndarray]:
 
 
 def close(got: np.ndarray, want: np.ndarray, label: str, tol: int = 1) -> None:
-    """Within `tol` everywhere (float rounding at .5 boundaries), equal on at least 95 % of the values."""
+    """Within `tol` everywhere (float rounding of ties), equal on at least 95 % of the values."""
     diff = np.abs(got.astype(int) - want.astype(int))
     assert diff.max() <= tol, (label, diff.max())
     assert (diff > 0).mean() < 0.05, (label, (diff > 0).mean())
@@ -134,7 +134,9 @@ def test_rga_into_zero_copy_input_with_nc1hwc2_output(programs, convert, tmp_pat
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.RandomState(3)
-    conv = helper.make_node("Conv", ["images", "w", "b"], ["out"], kernel_shape=[3, 3], pads=[1] * 4)
+    conv = helper.make_node(
+        "Conv", ["images", "w", "b"], ["out"], kernel_shape=[3, 3], pads=[1] * 4
+    )
     graph = helper.make_graph(
         [conv], "conv4d",
         [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 16, 16])],
