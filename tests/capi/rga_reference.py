@@ -38,7 +38,8 @@ def _axis_matrix(n_in: int, n_out: int) -> np.ndarray:
 def resize(img: np.ndarray, height: int, width: int) -> np.ndarray:
     """[H, W, C] -> float64 [height, width, C]."""
     my, mx = _axis_matrix(img.shape[0], height), _axis_matrix(img.shape[1], width)
-    return np.einsum("oh,hwc,pw->opc", my, img.astype(np.float64), mx)
+    rows = np.tensordot(my, img.astype(np.float64), axes=(1, 0))  # [height, W, C]
+    return np.tensordot(rows, mx, axes=(1, 1)).transpose(0, 2, 1)  # [height, width, C]
 
 
 def to_u8(x: np.ndarray) -> np.ndarray:
