@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 import rknnrt as rk
 
 ALL_TYPES = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15}
@@ -37,6 +39,7 @@ def test_every_matmul_type_against_a_c_reference(programs, monkeypatch):
     assert ran == ALL_TYPES  # between them the two platforms run every type
 
 
+@pytest.mark.slow
 def test_every_layout_and_dynamic_shapes_from_c(programs):
     """matmul_layouts.c: B NORM/NATIVE/TP_NORM x AC NORM/NATIVE x two shapes per type (int4 B
     packed even-index-low along TP_NORM's [N, K]; type 5-8, 12, 15 with per-channel B), and
