@@ -130,6 +130,7 @@ def test_cxx_overloads(programs):
     assert lines["version"] == "1"
 
 
+@pytest.mark.slow  # two model conversions and a run; the operations above are the fast check
 def test_rga_into_zero_copy_input_with_nc1hwc2_output(programs, convert, tmp_path):
     from onnx import TensorProto, helper, numpy_helper
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
+import pytest
 
 import rknnrt as rk
 
@@ -218,6 +219,7 @@ def test_int8_model_input_types(programs, files, floats, default_onnx, tmp_path)
     np.testing.assert_allclose(got["pass_through"], got["uint8_nhwc"], atol=0.02)
 
 
+@pytest.mark.slow  # tests/memory/test_init_flags.py is the fast check
 def test_perf_detail_without_collect_perf_is_an_empty_success(programs, files):
     """What the custom-op demos do: query PERF_DETAIL on a plain context (a board answers
     success with no detail, airockchip/rknn-toolkit2#437), then on one with the flag."""
