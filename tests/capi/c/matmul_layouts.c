@@ -10,45 +10,9 @@
  * Prints "case <type> B<layout> AC<layout> <M>x<K>x<N> ok|WRONG" and "wrong <n>". */
 #include <math.h>
 
-#include "rknn_matmul_api.h"
-#include "rt_test.h"
-
-enum kind { F16, I8, I4, F32, I32, I16, BF16 };
-
-static void kinds(int t, enum kind* a, enum kind* b, enum kind* c)
-{
-    static const enum kind table[16][3] = {
-        [1] = {F16, F16, F32}, [2] = {I8, I8, I32},   [3] = {I8, I8, I8},     [4] = {F16, F16, F16},
-        [5] = {F16, I8, F32},  [6] = {F16, I8, F16},  [7] = {F16, I4, F32},   [8] = {F16, I4, F16},
-        [9] = {I8, I8, F32},   [10] = {I4, I4, I16},  [11] = {I8, I4, I32},   [12] = {F16, I4, BF16},
-        [15] = {I8, I4, F16}};
-    *a = table[t][0]; *b = table[t][1]; *c = table[t][2];
-}
-
-static void put(unsigned char* buf, enum kind k, size_t i, int v)
-{
-    if (k == F16) { uint16_t h = rt_f32_to_f16((float)v); memcpy(buf + 2 * i, &h, 2); }
-    else if (k == I8) buf[i] = (unsigned char)(int8_t)v;
-    else {
-        unsigned char nib = (unsigned char)(v & 0xf);
-        buf[i / 2] = (unsigned char)(i % 2 ? (buf[i / 2] & 0x0f) | (nib << 4) : (buf[i / 2] & 0xf0) | nib);
-    }
-}
+#include "rt_matmul.h"
 
 static size_t elem_bytes(enum kind k) { return k == F32 || k == I32 ? 4 : k == I8 ? 1 : 2; }
-
-static double get(const unsigned char* buf, enum kind k, size_t i)
-{
-    switch (k) {
-    case F32: { float f; memcpy(&f, buf + 4 * i, 4); return f; }
-    case F16: { uint16_t h; memcpy(&h, buf + 2 * i, 2); return rt_f16_to_f32(h); }
-    case BF16: { uint16_t h; memcpy(&h, buf + 2 * i, 2); return rt_bf16_to_f32(h); }
-    case I32: { int32_t v; memcpy(&v, buf + 4 * i, 4); return v; }
-    case I16: { int16_t v; memcpy(&v, buf + 2 * i, 2); return v; }
-    case I8: return (int8_t)buf[i];
-    default: CHECK(0); return 0;
-    }
-}
 
 static int per_channel(int t) { return t == 5 || t == 6 || t == 7 || t == 8 || t == 12 || t == 15; }
 static double b_scale(int n) { return 1.0 / (1 + n % 4); }
@@ -129,7 +93,7 @@ static void fill_info(rknn_matmul_info* info, int t, int M, int K, int N, int b_
 static int run_case(int t, int M, int K, int N, int b_layout, int ac_layout)
 {
     enum kind ka, kb, kc;
-    kinds(t, &ka, &kb, &kc);
+    kinds((rknn_matmul_type)t, &ka, &kb, &kc);
     rknn_matmul_info info;
     fill_info(&info, t, M, K, N, b_layout, ac_layout);
     rknn_matmul_io_attr io;
@@ -161,7 +125,7 @@ static int run_case(int t, int M, int K, int N, int b_layout, int ac_layout)
 static int run_dynamic(int t, int b_layout)
 {
     enum kind ka, kb, kc;
-    kinds(t, &ka, &kb, &kc);
+    kinds((rknn_matmul_type)t, &ka, &kb, &kc);
     rknn_matmul_shape shapes[3] = {{1, 64, 64}, {4, 64, 64}, {8, 64, 64}};
     if (b_layout == RKNN_MM_LAYOUT_TP_NORM) {
         shapes[1].K = 128; shapes[2].N = 128; shapes[2].K = 32;
