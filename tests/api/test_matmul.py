@@ -446,6 +446,42 @@ def test_dynamic_shape_switches_between_three_shapes(capi, platform):
         assert rk.rknn_matmul_destroy(ctx) == 0
 
 
+def test_dynamic_shape_keeps_b_while_k_and_n_stay(capi, platform, rknn_log):
+    """The vendor demo's "feature + const" mode: B bound once, then only A and C per M. A
+    change of K or N drops B (its layout changes) and the run asks for it again."""
+    platform("rk3588")
+    mtype = T["INT8_MM_INT8_TO_INT32"]
+    shapes = [(1, 64, 32), (4, 64, 32), (4, 128, 32)]
+    dyn = (rk.rknn_matmul_shape * 3)(*[rk.rknn_matmul_shape(*s) for s in shapes])
+    io = (rk.rknn_matmul_io_attr * 3)()
+    ctx = rk.rknn_matmul_ctx()
+    assert (
+        capi(rk.rknn_matmul_create_dynamic_shape, ctx, make_info(mtype, 0, 0, 0), 3, dyn, io) == 0
+    )
+    try:
+        b = random_matrix("int8", (64, 32))
+        b_buf = to_bytes(b.reshape(-1), "int8").copy()
+        bufs = {x: np.zeros(max(getattr(a, x).size for a in io), np.uint8) for x in "AC"}
+        assert capi(rk.rknn_matmul_set_io_mem, ctx, mem_of(b_buf), io[0].B) == 0
+        for i in (0, 1, 0):
+            m = shapes[i][0]
+            assert capi(rk.rknn_matmul_set_dynamic_shape, ctx, dyn[i]) == 0
+            a = random_matrix("int8", (m, 64))
+            bufs["A"][: io[i].A.size] = to_bytes(a.reshape(-1), "int8")
+            for x in "AC":
+                assert capi(rk.rknn_matmul_set_io_mem, ctx, mem_of(bufs[x]), getattr(io[i], x)) == 0
+            assert capi(rk.rknn_matmul_run, ctx) == 0
+            got = decode_c(bufs["C"], io[i].C, m, 32, False)
+            np.testing.assert_array_equal(got, a.astype(np.int64) @ b.astype(np.int64))
+        assert capi(rk.rknn_matmul_set_dynamic_shape, ctx, dyn[2]) == 0  # K changes
+        for x in "AC":
+            assert capi(rk.rknn_matmul_set_io_mem, ctx, mem_of(bufs[x]), getattr(io[2], x)) == 0
+        assert capi(rk.rknn_matmul_run, ctx) == rk.RKNN_ERR_PARAM_INVALID
+        assert "B not set" in rknn_log.take("E")[-1]
+    finally:
+        assert rk.rknn_matmul_destroy(ctx) == 0
+
+
 def test_deprecated_dyn_shape_name_warns_and_works(capi, rknn_log):
     dyn = (rk.rknn_matmul_shape * 1)(rk.rknn_matmul_shape(2, 32, 16))
     io = (rk.rknn_matmul_io_attr * 1)()

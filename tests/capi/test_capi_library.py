@@ -308,10 +308,13 @@ def test_failed_interpreter_start_never_returns_success(programs, files, tmp_pat
 def test_sdk_files_for_pkg_config_and_cmake(sdk, tmp_path, files):
     pc = (sdk / "lib/pkgconfig/rknnrt.pc").read_text()
     assert f"prefix={sdk}" in pc and "-lrknnrt" in pc and "Version: 2.5.0" in pc
+    from rknnrt.capi.rga_build import RGA_HEADERS
+
     assert {p.name for p in (sdk / "include").iterdir()} == {
         "rknn_api.h",
         "rknn_matmul_api.h",
         "rknn_custom_op.h",
+        *RGA_HEADERS,  # the librga stand-in's (test_capi_rga.py)
     }
     if shutil.which("pkg-config"):
         flags = subprocess.run(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
+import pytest
 
 import rknnrt as rk
 
@@ -216,3 +217,16 @@ def test_int8_model_input_types(programs, files, floats, default_onnx, tmp_path)
     np.testing.assert_array_equal(got["own_type_output"], got["float32_nchw"])
     # pass_through quantised in C: the same up to one quantisation step of a few inputs
     np.testing.assert_allclose(got["pass_through"], got["uint8_nhwc"], atol=0.02)
+
+
+@pytest.mark.slow  # tests/memory/test_init_flags.py is the fast check
+def test_perf_detail_without_collect_perf_is_an_empty_success(programs, files):
+    """What the custom-op demos do: query PERF_DETAIL on a plain context (a board answers
+    success with no detail, airockchip/rknn-toolkit2#437), then on one with the flag."""
+    done = programs.run("perf_detail.c", files["model"], files["image"])
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+    assert lines["plain_before_run"] == "len=0 table=0"
+    assert lines["plain_after_run"] == "len=0 table=0"
+    length, table = lines["perf_after_run"].split()
+    assert table == "table=1" and int(length.removeprefix("len=")) > 200
+    assert "E RKNN" not in done.stderr

@@ -176,8 +176,12 @@ class MatmulContext:
             )
         index = self.shapes.index(shape)
         if index != self.current:
+            # A and C are laid out per M: bind them again. B stays bound while K and N (so its
+            # layout) do not change, as on a board (the dynamic-shape demo binds B once).
+            keep_b = self.attrs[index]["B"] == self.attrs[self.current]["B"]
             self.current = index
-            self._bound.clear()  # A, B and C are laid out per shape: bind them again
+            b = self._bound.get("B") if keep_b else None
+            self._bound = {"B": b} if b is not None else {}
             self._c = None
             self._serial += 1
 
@@ -280,8 +284,8 @@ class MatmulContext:
             raise RknnError(
                 PARAM_INVALID,
                 f"{', '.join(missing)} not set: call "
-                "rknn_matmul_set_io_mem for A, B and C (again after "
-                "rknn_matmul_set_dynamic_shape)",
+                "rknn_matmul_set_io_mem for A, B and C (A and C again after "
+                "rknn_matmul_set_dynamic_shape, B too when K or N changed)",
             )
         c_window = self._c
         assert c_window is not None
