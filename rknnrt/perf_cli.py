@@ -10,7 +10,6 @@ it with a few random calibration inputs, which is enough for timing and memory).
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 
 import numpy as np
@@ -107,18 +106,12 @@ def run(args: argparse.Namespace, load: Loader) -> int:
         socs = [s.strip() for s in args.compare.split(",") if s.strip()]
         print("\n".join(compare_lines(blob, socs, mask)))
         return 0
-    before = os.environ.get(switches.PERF_HOST.name)
-    if args.host:  # for this run only: the switch is read at each query
-        os.environ[switches.PERF_HOST.name] = "1"
     try:
-        report = board_eval.eval_perf(blob, mask)
+        # for this run only: the switch is read at each query
+        with switches.override(switches.PERF_HOST, "1" if args.host else None):
+            report = board_eval.eval_perf(blob, mask)
     except RuntimeError as exc:
         raise SystemExit(f"E perf: {exc}") from None
-    finally:
-        if before is None:
-            os.environ.pop(switches.PERF_HOST.name, None)
-        else:
-            os.environ[switches.PERF_HOST.name] = before
     print(report.table, end="")
     what = "host" if args.host else "estimated board"
     print(f"rknn_run: {report.run_us} us ({what} time, RKNN_QUERY_PERF_RUN)")
