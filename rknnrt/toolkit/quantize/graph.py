@@ -65,11 +65,8 @@ def stored_tensors(graph: onnx.GraphProto) -> list[str]:
                 node.op_type in _FUSES_ACTIVATION
                 and out not in outputs
                 and (
-                    (
-                        len(users) == 1
-                        and users[0].op_type
-                        in (_ADD_ACTIVATIONS if node.op_type in _ADDS else _ACTIVATIONS)
-                    )
+                    (len(users) == 1 and users[0].op_type in (
+                        _ADD_ACTIVATIONS if node.op_type in _ADDS else _ACTIVATIONS))
                     or _feeds_only_silu(out, users, consumers, outputs)
                 )
             )
