@@ -1,7 +1,7 @@
 """`rknnrt` command line: convert, info, run, bench, perf, eval, sweep.
 
-Models given as .onnx are converted on the fly (float, rk3588 unless --target says otherwise);
-`rknnrt run` with no model converts and runs the bundled default CNN.
+Models given as .onnx are converted on the fly (float, for the default platform unless --target
+says otherwise); `rknnrt run` with no model converts and runs the bundled default CNN.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .capi import sdk as capi_sdk
 from .client import Client, ClientError
 from .core import registry
 from .evaluation import commands as evaluation_commands
+from .model.targets import DEFAULT_PLATFORM
 from .toolkit import RKNN, convert_cmd, samples
 
 _NP_TYPES = {
@@ -273,7 +274,7 @@ def _bench_threads(s: Session, name: str, threads: int, mask: int, runs: int,
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rknnrt", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    target = {"default": "rk3588", "help": "target platform (default rk3588)"}
+    target = {"default": DEFAULT_PLATFORM, "help": f"target platform (default {DEFAULT_PLATFORM})"}
 
     convert_cmd.add_parser(sub)
 

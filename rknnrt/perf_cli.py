@@ -17,7 +17,7 @@ import numpy as np
 from . import board_eval
 from .core import platforms, switches
 from .core.board import perf
-from .model import container
+from .model import container, targets
 from .model.errors import ModelFormatError
 from .model.meta import ModelMeta
 
@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction, load: Loader) -> None:
     """Register `perf` (cli.py calls this; `load` turns MODEL into model bytes and a name)."""
     p = sub.add_parser("perf", help="the per-layer table a board prints, with board estimates")
     p.add_argument("model", nargs="?", help="rknnrt model file or ONNX model")
-    p.add_argument("--target", default="rk3588", help="target platform (default rk3588)")
+    p.add_argument("--target", default=targets.DEFAULT_PLATFORM,
+                   help=f"target platform (default {targets.DEFAULT_PLATFORM})")  # fmt: skip
     p.add_argument("--core-mask", default="0",
                    help="rknn_core_mask, e.g. 0x7 = CORE_0_1_2 (default 0: AUTO)")  # fmt: skip
     p.add_argument("--compare", metavar="SOCS",

@@ -14,6 +14,8 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..model import targets
+
 
 @dataclass(frozen=True)
 class Switch:
@@ -41,7 +43,7 @@ KEEP_PRIORITY = Switch(
     "1 keeps the process priority (the vendor raises it to nice -19 at the first rknn_init)",
 )  # fmt: skip
 PLATFORM = Switch(
-    "RKNNRT_PLATFORM", "rk3588",
+    "RKNNRT_PLATFORM", targets.DEFAULT_PLATFORM,
     "the SoC the matmul API emulates (read at rknn_matmul_create and by the B layout helpers)",
 )  # fmt: skip
 CALL_WAIT_MS = Switch(
