@@ -85,6 +85,11 @@ class RKNNLite:
         self._current_shapes = None
         return 0
 
+    @property
+    def _ctx(self) -> rk.rknn_context:
+        """The context handle (0 before init_runtime): for callers of the C API beside this."""
+        return self._client.ctx if self._client is not None else rk.rknn_context(0)
+
     def _query(self, cmd: int, info: ctypes.Structure) -> int:
         """The status of one query of the initialised context (-1 when there is none)."""
         return self._client.status(cmd, info) if self._client is not None else -1

@@ -10,14 +10,11 @@ from __future__ import annotations
 import onnx
 
 from .custom_ops import is_custom
-from .targets import TARGETS
-
-# platform -> op types its runtime places on the CPU: a view of model/targets.py (their owner)
-CPU_OPS: dict[str, frozenset[str]] = {t.name: t.cpu_ops for t in TARGETS.values() if t.cpu_ops}
+from .targets import cpu_ops
 
 
 def device_for(node: onnx.NodeProto, platform: str) -> str:
     """ "NPU" or "CPU" for one node of a model built for `platform`."""
-    if is_custom(node) or node.op_type in CPU_OPS.get(platform, frozenset()):
+    if is_custom(node) or node.op_type in cpu_ops(platform):
         return "CPU"
     return "NPU"

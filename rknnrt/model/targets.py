@@ -66,6 +66,12 @@ def canonical(name: str) -> str | None:
     return key if key in TARGETS else None
 
 
+def cpu_ops(platform: str) -> frozenset[str]:
+    """The op types `platform`'s runtime places on the CPU (none for an unknown name)."""
+    target = TARGETS.get(platform)
+    return target.cpu_ops if target is not None else frozenset()
+
+
 def get(name: str) -> Target:
     """The target for `name` (any case, vendor aliases accepted); KeyError if unknown."""
     key = canonical(name)

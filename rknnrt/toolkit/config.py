@@ -20,6 +20,7 @@ from .errors import ConversionError
 FLOAT_DTYPES = ("float16", "float32")  # float32: rknnrt's exact extension
 METHODS = ("channel", "layer")
 
+
 @dataclass(frozen=True)
 class Config:
     """The converter's configuration: the vendor's config() keywords with its defaults."""
