@@ -17,6 +17,7 @@ import numpy as np
 
 from . import api as rk
 from .client import Client
+from .core import switches
 
 
 @dataclass
@@ -39,10 +40,17 @@ def _random_inputs(c: Client, seed: int) -> list[np.ndarray]:
 
 
 def eval_perf(model: bytes, core_mask: int = 0, inputs: list[np.ndarray] | None = None,
-              seed: int = 0) -> PerfReport:  # fmt: skip
+              seed: int = 0, host_times: bool = False) -> PerfReport:  # fmt: skip
     """One run with RKNN_FLAG_COLLECT_PERF_MASK and the given core mask (0: AUTO); inputs:
-    NHWC uint8 images or float arrays per input (default: random). A failed call raises
-    ClientError (a RuntimeError) naming it."""
+    NHWC uint8 images or float arrays per input (default: random). `host_times`: Time(us) and
+    PERF_RUN in this PC's times (the RKNNRT_PERF_HOST switch, for this call only). A failed
+    call raises ClientError (a RuntimeError) naming it."""
+    with switches.override(switches.PERF_HOST, "1" if host_times else None):
+        return _eval_perf(model, core_mask, inputs, seed)
+
+
+def _eval_perf(model: bytes, core_mask: int, inputs: list[np.ndarray] | None,
+               seed: int) -> PerfReport:  # fmt: skip
     c = Client(model, rk.RKNN_FLAG_COLLECT_PERF_MASK)
     try:
         _stand_in_for_custom_ops(c, model)

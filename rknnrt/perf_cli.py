@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import board_eval
-from .core import platforms, switches
+from .core import platforms
 from .core.board import perf
 from .model import container, targets
 from .model.errors import ModelFormatError
@@ -108,9 +108,7 @@ def run(args: argparse.Namespace, load: Loader) -> int:
         print("\n".join(compare_lines(blob, socs, mask)))
         return 0
     try:
-        # for this run only: the switch is read at each query
-        with switches.override(switches.PERF_HOST, "1" if args.host else None):
-            report = board_eval.eval_perf(blob, mask)
+        report = board_eval.eval_perf(blob, mask, host_times=args.host)
     except RuntimeError as exc:
         raise SystemExit(f"E perf: {exc}") from None
     print(report.table, end="")

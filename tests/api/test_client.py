@@ -4,6 +4,7 @@ the board estimate share; a failed call becomes one E line and each user's own c
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 
 import numpy as np
@@ -117,3 +118,21 @@ def test_threads_is_an_argument_for_rknn_init_only(default_model_bytes, monkeypa
     asked.clear()
     ModelRunner(default_model_bytes, threads=2).close()
     assert asked and set(asked) == {2}
+
+
+def test_eval_perf_host_times_is_an_argument(default_model_bytes, monkeypatch) -> None:
+    monkeypatch.delenv("RKNNRT_PERF_HOST", raising=False)
+    seen: list[bool] = []
+    run = Client.run
+
+    def recording(self: Client) -> None:
+        seen.append(switches.perf_host())
+        run(self)
+
+    monkeypatch.setattr(Client, "run", recording)
+    board = board_eval.eval_perf(default_model_bytes)
+    host = board_eval.eval_perf(default_model_bytes, host_times=True)
+    assert seen == [False, True]
+    assert switches.perf_host() is False
+    assert board.run_us > 0 and host.run_us > 0
+    assert "RKNNRT_PERF_HOST" not in os.environ
