@@ -82,7 +82,9 @@ class Client:
         return rk.rknn_query(self.ctx, cmd, ctypes.byref(info), ctypes.sizeof(info))
 
     def query(self, cmd: int, info: ctypes.Structure) -> None:
-        check(f"rknn_query({cmd})", self.status(cmd, info))
+        status = rk.rknn_query(self.ctx, cmd, ctypes.byref(info), ctypes.sizeof(info))
+        if status != rk.RKNN_SUCC:  # the name is formatted only on failure (a hot path)
+            raise ClientError(f"rknn_query({cmd})", status)
 
     def attr(self, cmd: int, index: int) -> rk.rknn_tensor_attr:
         attr = rk.rknn_tensor_attr(index=index)
@@ -90,7 +92,9 @@ class Client:
         return attr
 
     def set_core_mask(self, mask: int) -> None:
-        check(f"rknn_set_core_mask({mask:#x})", rk.rknn_set_core_mask(self.ctx, mask))
+        status = rk.rknn_set_core_mask(self.ctx, mask)
+        if status != rk.RKNN_SUCC:
+            raise ClientError(f"rknn_set_core_mask({mask:#x})", status)
 
     def register_custom_ops(self, ops: Sequence[object]) -> None:
         check(
@@ -134,7 +138,8 @@ class Client:
         results = []
         try:
             for i, o in enumerate(c_outputs):
-                attr = self.attr(rk.RKNN_QUERY_CURRENT_OUTPUT_ATTR, i)
+                attr = rk.rknn_tensor_attr(index=i)
+                self.query(rk.RKNN_QUERY_CURRENT_OUTPUT_ATTR, attr)
                 data = np.frombuffer((ctypes.c_char * o.size).from_address(o.buf), np.float32)
                 results.append(data.reshape(list(attr.dims[: attr.n_dims])).copy())
         finally:
