@@ -100,7 +100,9 @@ def updated(current: Config, given: Mapping[str, Any]) -> tuple[Config, list[str
 
     `given` holds only the keywords the caller passed (None for target_platform means keep)."""
     new = current.as_dict()
-    unknown = sorted(k for k in given if k not in KEYWORDS)
+    unknown = {k: v for k, v in given.items() if k not in KEYWORDS and k != "unknown_options"}
+    # a recorded configuration (as_dict of a hybrid step-1 .model) gives its unknowns back as one
+    unknown.update(given.get("unknown_options") or {})
     for key, value in given.items():
         if key in KEYWORDS:
             new[key] = value
@@ -143,5 +145,5 @@ def updated(current: Config, given: Mapping[str, Any]) -> tuple[Config, list[str
             raise ConversionError(f"{key} must be a number >= 0, not {value!r}")
     no_effect = [k for k in NO_EFFECT if k in given and given[k] != getattr(DEFAULTS, k)]
     if unknown:
-        new["unknown_options"] = {**current.unknown_options, **{k: given[k] for k in unknown}}
-    return Config(**new), no_effect + unknown
+        new["unknown_options"] = {**current.unknown_options, **unknown}
+    return Config(**new), no_effect + sorted(unknown)

@@ -55,8 +55,8 @@ def test_unknown_keywords_are_recorded_and_the_dict_form_round_trips(capsys) -> 
     assert config.unknown_options == {"no_such_option": 5}
     assert "no_such_option" in capsys.readouterr().err
     assert [config.rgb2bgr_for(k) for k in range(3)] == [True, False, False]
-    again, _ = configuration.updated(configuration.DEFAULTS, config.as_dict())
-    assert again.quant_img_RGB2BGR == [True, False]
+    again, named = configuration.updated(configuration.DEFAULTS, config.as_dict())
+    assert again == config and named == ["no_such_option"]
     assert "unknown_options" not in configuration.DEFAULTS.as_dict()
 
 
