@@ -1,13 +1,12 @@
 """`rknnrt` command line: convert, info, run, bench, perf, eval, sweep.
 
-Models given as .onnx are converted on the fly (float, rk3588 unless --target says otherwise);
-`rknnrt run` with no model converts and runs the bundled default CNN.
+Models given as .onnx are converted on the fly (float, for the default platform unless --target
+says otherwise); `rknnrt run` with no model converts and runs the bundled default CNN.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import sys
 import threading
 import time
@@ -18,8 +17,10 @@ import numpy as np
 from . import api as rk
 from . import perf_cli
 from .capi import sdk as capi_sdk
+from .client import Client, ClientError
 from .core import registry
 from .evaluation import commands as evaluation_commands
+from .model.targets import DEFAULT_PLATFORM
 from .toolkit import RKNN, convert_cmd, samples
 
 _NP_TYPES = {
@@ -69,66 +70,17 @@ def _load(path: str | None, target: str) -> tuple[bytes, str]:
         return f.read(), path
 
 
-class Session:
-    """A context and its attributes, through the C-shaped API as an application would."""
+class Session(Client):
+    """A context as the command line drives it: inputs in the model's formats, float outputs."""
 
-    def __init__(self, model: bytes, flag: int = 0) -> None:
-        self.flag = flag
-        self.ctx = rk.rknn_context()
-        ret = rk.rknn_init(ctypes.byref(self.ctx), model, len(model), flag, None)
-        if ret != rk.RKNN_SUCC:
-            raise SystemExit(f"rknn_init failed: {ret}")
-        num = rk.rknn_input_output_num()
-        self.query(rk.RKNN_QUERY_IN_OUT_NUM, num)
-        self.inputs = [self.attr(rk.RKNN_QUERY_INPUT_ATTR, i) for i in range(num.n_input)]
-        self.outputs = [self.attr(rk.RKNN_QUERY_OUTPUT_ATTR, i) for i in range(num.n_output)]
-
-    def dup(self) -> Session:
-        """A context from rknn_dup_context: same model and weights, its own buffers."""
-        other = object.__new__(Session)
-        other.flag, other.inputs, other.outputs = self.flag, self.inputs, self.outputs
-        other.ctx = rk.rknn_context()
-        if rk.rknn_dup_context(ctypes.byref(self.ctx), ctypes.byref(other.ctx)):
-            raise SystemExit("rknn_dup_context failed")
-        return other
-
-    def set_core_mask(self, mask: int) -> None:
-        if mask and rk.rknn_set_core_mask(self.ctx, mask):
-            raise SystemExit(f"rknn_set_core_mask({mask:#x}) failed")
-
-    def query(self, cmd: int, info: ctypes.Structure) -> int:
-        return rk.rknn_query(self.ctx, cmd, ctypes.byref(info), ctypes.sizeof(info))
-
-    def attr(self, cmd: int, index: int) -> rk.rknn_tensor_attr:
-        attr = rk.rknn_tensor_attr(index=index)
-        self.query(cmd, attr)
-        return attr
-
-    def set_inputs(self, arrays: Sequence[np.ndarray]) -> None:
-        c_inputs = (rk.rknn_input * len(arrays))()
-        for i, x in enumerate(arrays):
-            c_inputs[i].index, c_inputs[i].buf, c_inputs[i].size = i, x.ctypes.data, x.nbytes
-            c_inputs[i].type = next(k for k, v in _NP_TYPES.items() if np.dtype(v) == x.dtype)
-            c_inputs[i].fmt = self.inputs[i].fmt
-        if rk.rknn_inputs_set(self.ctx, len(arrays), c_inputs):
-            raise SystemExit("rknn_inputs_set failed")
+    def feed(self, arrays: Sequence[np.ndarray]) -> None:
+        """rknn_inputs_set with each array's own type and the input attribute's format."""
+        types = [next(k for k, v in _NP_TYPES.items() if np.dtype(v) == x.dtype) for x in arrays]
+        self.set_inputs(arrays, types, [a.fmt for a in self.inputs])
 
     def infer(self) -> list[np.ndarray]:
-        if rk.rknn_run(self.ctx, None):
-            raise SystemExit("rknn_run failed")
-        outs = (rk.rknn_output * len(self.outputs))()
-        for o in outs:
-            o.want_float = 1
-        if rk.rknn_outputs_get(self.ctx, len(outs), outs, None):
-            raise SystemExit("rknn_outputs_get failed")
-        results = [
-            np.frombuffer((ctypes.c_char * o.size).from_address(o.buf), np.float32)
-            .reshape(list(a.dims[: a.n_dims]))
-            .copy()
-            for o, a in zip(outs, self.outputs)
-        ]
-        rk.rknn_outputs_release(self.ctx, len(outs), outs)
-        return results
+        self.run()
+        return self.get_outputs()
 
     def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
         rng = np.random.RandomState(seed)
@@ -140,9 +92,6 @@ class Session:
             else:
                 arrays.append(np.zeros(dims, _NP_TYPES.get(a.type, np.float32)))
         return arrays
-
-    def close(self) -> None:
-        rk.rknn_destroy(self.ctx)
 
 
 def _attr_line(a: rk.rknn_tensor_attr) -> str:
@@ -164,7 +113,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     placement = registry.get(s.ctx.value).placement()
     print("placement: " + ", ".join(f"{op} -> {device}" for op, device in placement))
     version = rk.rknn_sdk_version()
-    s.query(rk.RKNN_QUERY_SDK_VERSION, version)
+    s.status(rk.RKNN_QUERY_SDK_VERSION, version)
     print(f"sdk api version: {version.api_version.decode()}, driver version: "
           f"{version.drv_version.decode()}")  # fmt: skip
     print(f"model input num: {len(s.inputs)}, output num: {len(s.outputs)}")
@@ -179,11 +128,11 @@ def cmd_info(args: argparse.Namespace) -> int:
         for i in range(count):
             print("  " + _attr_line(s.attr(cmd, i)))
     mem = rk.rknn_mem_size()
-    s.query(rk.RKNN_QUERY_MEM_SIZE, mem)
+    s.status(rk.RKNN_QUERY_MEM_SIZE, mem)
     fields = ", ".join(f"{name}={getattr(mem, name)}" for name, _ in mem._fields_[:5])
     print(f"memory: {fields}")
     custom = rk.rknn_custom_string()
-    s.query(rk.RKNN_QUERY_CUSTOM_STRING, custom)
+    s.status(rk.RKNN_QUERY_CUSTOM_STRING, custom)
     print(f"custom string: {custom.string.decode()!r}")
     s.close()
     return 0
@@ -199,11 +148,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         arrays = s.random_inputs()
     start = time.perf_counter()
-    s.set_inputs(arrays)
+    s.feed(arrays)
     outputs = s.infer()
     elapsed = (time.perf_counter() - start) * 1e3
     perf = rk.rknn_perf_run()
-    s.query(rk.RKNN_QUERY_PERF_RUN, perf)
+    s.status(rk.RKNN_QUERY_PERF_RUN, perf)
     print(f"model: {name}")
     for i, out in enumerate(outputs):
         line = (f"output {i} {s.outputs[i].name.decode()}: shape {list(out.shape)}, min "
@@ -234,12 +183,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _bench_threads(s, name, args.threads, mask, args.runs, args.warmup)
     arrays = s.random_inputs()
     for _ in range(args.warmup):
-        s.set_inputs(arrays)
+        s.feed(arrays)
         s.infer()
     times = []
     for k in range(args.runs):
         start = time.perf_counter()
-        s.set_inputs(arrays)
+        s.feed(arrays)
         s.infer()
         times.append((time.perf_counter() - start) * 1e3)
         _progress(k + 1, args.runs)
@@ -257,7 +206,8 @@ def _bench_threads(s: Session, name: str, threads: int, mask: int, runs: int,
     """`threads` duplicated contexts, one per thread, `runs` frames each: frames per second."""
     sessions = [s] + [s.dup() for _ in range(threads - 1)]
     for session in sessions:
-        session.set_core_mask(mask)
+        if mask:
+            session.set_core_mask(mask)
     total = threads * runs
     done = [0]
     latencies: list[float] = []
@@ -268,18 +218,18 @@ def _bench_threads(s: Session, name: str, threads: int, mask: int, runs: int,
         arrays = session.random_inputs(seed)
         try:
             for _ in range(warmup):
-                session.set_inputs(arrays)
+                session.feed(arrays)
                 session.infer()
             ready.wait()
             for _ in range(runs):
                 start = time.perf_counter()
-                session.set_inputs(arrays)
+                session.feed(arrays)
                 session.infer()
                 elapsed = (time.perf_counter() - start) * 1e3
                 with lock:
                     latencies.append(elapsed)
                     done[0] += 1
-        except BaseException as exc:  # SystemExit from a failed call, reported below
+        except BaseException as exc:  # ClientError from a failed call, reported below
             errors.append(exc)
             ready.abort()
 
@@ -324,7 +274,7 @@ def _bench_threads(s: Session, name: str, threads: int, mask: int, runs: int,
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rknnrt", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    target = {"default": "rk3588", "help": "target platform (default rk3588)"}
+    target = {"default": DEFAULT_PLATFORM, "help": f"target platform (default {DEFAULT_PLATFORM})"}
 
     convert_cmd.add_parser(sub)
 
@@ -359,7 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except ClientError as exc:  # the runtime printed its E RKNN: line
+        raise SystemExit(str(exc)) from None
 
 
 if __name__ == "__main__":

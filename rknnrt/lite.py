@@ -18,7 +18,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import api as rk
-from .api.marshal import log_error, log_muted
+from .api.marshal import log_error
+from .client import Client, ClientError
 
 _TYPES = {
     np.dtype(np.float32): rk.RKNN_TENSOR_FLOAT32, np.dtype(np.float16): rk.RKNN_TENSOR_FLOAT16,
@@ -41,11 +42,10 @@ class RKNNLite:
     def __init__(self, verbose: bool = False, verbose_file: str | None = None) -> None:
         self.verbose = verbose
         self._model: bytes | None = None
-        self._ctx = rk.rknn_context(0)
+        self._client: Client | None = None
         self._n_inputs = self._n_outputs = 0
         self._input_ranks: list[int] = []
         self._input_types: list[int] = []
-        self._dynamic = False
         self._current_shapes: list[tuple[int, ...]] | None = None
 
     def load_rknn(self, path: str | os.PathLike | bytes | bytearray) -> int:
@@ -72,33 +72,27 @@ class RKNNLite:
         self.release()
         flag = rk.RKNN_FLAG_ASYNC_MASK if async_mode else 0
         flag |= rk.RKNN_FLAG_COLLECT_PERF_MASK if perf_debug else 0
-        if rk.rknn_init(ctypes.byref(self._ctx), self._model, len(self._model), flag, None):
-            return -1
-        if core_mask != self.NPU_CORE_AUTO and rk.rknn_set_core_mask(self._ctx, core_mask):
+        try:
+            self._client = Client(self._model, flag)
+            if core_mask != self.NPU_CORE_AUTO:
+                self._client.set_core_mask(core_mask)
+        except ClientError:  # the runtime printed why
             self.release()
             return -1
-        num = rk.rknn_input_output_num()
-        self._query(rk.RKNN_QUERY_IN_OUT_NUM, num)
-        self._n_inputs, self._n_outputs = num.n_input, num.n_output
-        attrs = [self._attr(rk.RKNN_QUERY_INPUT_ATTR, i) for i in range(self._n_inputs)]
-        self._input_ranks = [a.n_dims for a in attrs]
-        self._input_types = [a.type for a in attrs]
-        dyn = rk.rknn_input_range(index=0)
-        self._dynamic = self._query(rk.RKNN_QUERY_INPUT_DYNAMIC_RANGE, dyn, quiet=True) == 0 \
-            and dyn.shape_number > 0  # fmt: skip
+        self._n_inputs, self._n_outputs = len(self._client.inputs), len(self._client.outputs)
+        self._input_ranks = [a.n_dims for a in self._client.inputs]
+        self._input_types = [a.type for a in self._client.inputs]
         self._current_shapes = None
         return 0
 
-    def _query(self, cmd: int, info: ctypes.Structure, quiet: bool = False) -> int:
-        if quiet:  # a probe whose failure is an answer, not an error
-            with log_muted():
-                return rk.rknn_query(self._ctx, cmd, ctypes.byref(info), ctypes.sizeof(info))
-        return rk.rknn_query(self._ctx, cmd, ctypes.byref(info), ctypes.sizeof(info))
+    @property
+    def _ctx(self) -> rk.rknn_context:
+        """The context handle (0 before init_runtime): for callers of the C API beside this."""
+        return self._client.ctx if self._client is not None else rk.rknn_context(0)
 
-    def _attr(self, cmd: int, index: int) -> rk.rknn_tensor_attr:
-        attr = rk.rknn_tensor_attr(index=index)
-        self._query(cmd, attr)
-        return attr
+    def _query(self, cmd: int, info: ctypes.Structure) -> int:
+        """The status of one query of the initialised context (-1 when there is none)."""
+        return self._client.status(cmd, info) if self._client is not None else -1
 
     def _prepare(
         self, inputs: Sequence[np.ndarray] | np.ndarray, data_format: str | Sequence[str] | None
@@ -151,14 +145,7 @@ class RKNNLite:
                   for x, f in zip(arrays, fmts)]  # fmt: skip
         if shapes == self._current_shapes:
             return
-        attrs = (rk.rknn_tensor_attr * len(arrays))()
-        for i, shape in enumerate(shapes):
-            attrs[i].index, attrs[i].n_dims = i, len(shape)
-            attrs[i].fmt = rk.RKNN_TENSOR_NHWC if len(shape) == 4 else rk.RKNN_TENSOR_UNDEFINED
-            for d, v in enumerate(shape):
-                attrs[i].dims[d] = v
-        if rk.rknn_set_input_shapes(self._ctx, len(arrays), attrs):
-            raise RuntimeError("")  # the runtime logged why
+        self._client.set_input_shapes(shapes)
         self._current_shapes = shapes
 
     def inference(
@@ -168,46 +155,23 @@ class RKNNLite:
         """float32 outputs (dequantised), or None after an `E RKNN:` line. `data_format`:
         'nhwc' (default for 4-D) or 'nchw', one for all inputs or one per input.
         `get_frame_id` is accepted for compatibility and has no effect."""
-        if not self._ctx.value:
+        client = self._client
+        if client is None:
             log_error("inference: runtime not initialised; call init_runtime first")
             return None
         try:
             arrays, fmts = self._prepare(inputs, data_format)
-            if self._dynamic:
-                self._choose_shapes(arrays, fmts)
         except ValueError as exc:
             log_error(f"inference: {exc}")
             return None
-        except RuntimeError:
-            return None
-        passes = list(inputs_pass_through or [0] * len(arrays))
-        c_inputs = (rk.rknn_input * len(arrays))()
-        for i, (x, fmt, pt) in enumerate(zip(arrays, fmts, passes)):
-            c_inputs[i].index, c_inputs[i].buf, c_inputs[i].size = i, x.ctypes.data, x.nbytes
-            c_inputs[i].type, c_inputs[i].pass_through = _TYPES[x.dtype], int(pt)
-            c_inputs[i].fmt = fmt
-        if rk.rknn_inputs_set(self._ctx, len(arrays), c_inputs):
-            return None
-        if rk.rknn_run(self._ctx, None):
-            return None
-        return self._outputs()
-
-    def _outputs(self) -> list[np.ndarray] | None:
-        c_outputs = (rk.rknn_output * self._n_outputs)()
-        for o in c_outputs:
-            o.want_float = 1
-        if rk.rknn_outputs_get(self._ctx, self._n_outputs, c_outputs, None):
-            return None
-        results = []
         try:
-            for i, o in enumerate(c_outputs):
-                # the shapes in effect (a dynamic-shape model's depend on its current inputs)
-                attr = self._attr(rk.RKNN_QUERY_CURRENT_OUTPUT_ATTR, i)
-                data = np.frombuffer((ctypes.c_char * o.size).from_address(o.buf), np.float32)
-                results.append(data.reshape(list(attr.dims[: attr.n_dims])).copy())
-        finally:
-            rk.rknn_outputs_release(self._ctx, self._n_outputs, c_outputs)
-        return results
+            if client.dynamic:
+                self._choose_shapes(arrays, fmts)
+            client.set_inputs(arrays, [_TYPES[x.dtype] for x in arrays], fmts, inputs_pass_through)
+            client.run()
+            return client.get_outputs()
+        except ClientError:  # the runtime printed why
+            return None
 
     def io_num(self) -> tuple[int, int]:
         """(inputs, outputs) of the initialised model (rknnrt extension)."""
@@ -217,7 +181,8 @@ class RKNNLite:
         """Each input's shape (NHWC for 4-D) and the dtype it is fed as (rknnrt extension)."""
         out = []
         for i in range(self._n_inputs):
-            attr = self._attr(rk.RKNN_QUERY_INPUT_ATTR, i)
+            attr = rk.rknn_tensor_attr(index=i)
+            self._query(rk.RKNN_QUERY_INPUT_ATTR, attr)
             dtype = {v: k for k, v in _TYPES.items()}.get(attr.type, np.dtype(np.float32))
             out.append((tuple(attr.dims[: attr.n_dims]), dtype))
         return out
@@ -225,21 +190,21 @@ class RKNNLite:
     def perf_detail(self) -> str | None:
         """The per-layer table of the last run (rknnrt extension; needs perf_debug=True)."""
         detail = rk.rknn_perf_detail()
-        if not self._ctx.value or self._query(rk.RKNN_QUERY_PERF_DETAIL, detail):
+        if self._query(rk.RKNN_QUERY_PERF_DETAIL, detail):
             return None
         return (detail.perf_data or b"").decode(errors="replace")
 
     def perf_run_us(self) -> int | None:
         """Microseconds of the last run (rknnrt extension)."""
         perf = rk.rknn_perf_run()
-        if not self._ctx.value or self._query(rk.RKNN_QUERY_PERF_RUN, perf):
+        if self._query(rk.RKNN_QUERY_PERF_RUN, perf):
             return None
         return int(perf.run_duration)
 
     def mem_size(self) -> dict[str, int] | None:
         """RKNN_QUERY_MEM_SIZE as a dict (rknnrt extension)."""
         mem = rk.rknn_mem_size()
-        if not self._ctx.value or self._query(rk.RKNN_QUERY_MEM_SIZE, mem):
+        if self._query(rk.RKNN_QUERY_MEM_SIZE, mem):
             return None
         return {name: int(getattr(mem, name)) for name, _ in mem._fields_
                 if name != "reserved"}  # fmt: skip
@@ -247,14 +212,18 @@ class RKNNLite:
     def register_custom_ops(self, ops: Sequence[object]) -> int:
         """rknn_register_custom_ops on this context, after init_runtime (rknnrt extension):
         each op an rknn_custom_op or a toolkit2-style class (op_type, compute(node, inputs))."""
-        if not self._ctx.value:
+        if self._client is None:
             log_error("register_custom_ops: the runtime is not initialised; call init_runtime")
             return -1
-        return -1 if rk.rknn_register_custom_ops(self._ctx, list(ops), len(ops)) else 0
+        try:
+            self._client.register_custom_ops(ops)
+        except ClientError:
+            return -1
+        return 0
 
     def get_sdk_version(self) -> str:
         version = rk.rknn_sdk_version()
-        if not self._ctx.value or self._query(rk.RKNN_QUERY_SDK_VERSION, version):
+        if self._query(rk.RKNN_QUERY_SDK_VERSION, version):
             return ""
         api, drv = version.api_version.decode(), version.drv_version.decode()
         return f"RKNN VERSION:\n  API: {api}\n  DRV: rknnrt: {api}, driver: {drv}"
@@ -266,6 +235,6 @@ class RKNNLite:
         return list(targets.NAMES)
 
     def release(self) -> None:
-        if self._ctx.value:
-            rk.rknn_destroy(self._ctx)
-            self._ctx.value = 0
+        if self._client is not None:
+            self._client.close()
+            self._client = None

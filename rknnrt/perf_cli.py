@@ -10,15 +10,14 @@ it with a few random calibration inputs, which is enough for timing and memory).
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 
 import numpy as np
 
 from . import board_eval
-from .core import platforms, switches
+from .core import platforms
 from .core.board import perf
-from .model import container
+from .model import container, targets
 from .model.errors import ModelFormatError
 from .model.meta import ModelMeta
 
@@ -29,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction, load: Loader) -> None:
     """Register `perf` (cli.py calls this; `load` turns MODEL into model bytes and a name)."""
     p = sub.add_parser("perf", help="the per-layer table a board prints, with board estimates")
     p.add_argument("model", nargs="?", help="rknnrt model file or ONNX model")
-    p.add_argument("--target", default="rk3588", help="target platform (default rk3588)")
+    p.add_argument("--target", default=targets.DEFAULT_PLATFORM,
+                   help=f"target platform (default {targets.DEFAULT_PLATFORM})")  # fmt: skip
     p.add_argument("--core-mask", default="0",
                    help="rknn_core_mask, e.g. 0x7 = CORE_0_1_2 (default 0: AUTO)")  # fmt: skip
     p.add_argument("--compare", metavar="SOCS",
@@ -107,18 +107,10 @@ def run(args: argparse.Namespace, load: Loader) -> int:
         socs = [s.strip() for s in args.compare.split(",") if s.strip()]
         print("\n".join(compare_lines(blob, socs, mask)))
         return 0
-    before = os.environ.get(switches.PERF_HOST.name)
-    if args.host:  # for this run only: the switch is read at each query
-        os.environ[switches.PERF_HOST.name] = "1"
     try:
-        report = board_eval.eval_perf(blob, mask)
+        report = board_eval.eval_perf(blob, mask, host_times=args.host)
     except RuntimeError as exc:
         raise SystemExit(f"E perf: {exc}") from None
-    finally:
-        if before is None:
-            os.environ.pop(switches.PERF_HOST.name, None)
-        else:
-            os.environ[switches.PERF_HOST.name] = before
     print(report.table, end="")
     what = "host" if args.host else "estimated board"
     print(f"rknn_run: {report.run_us} us ({what} time, RKNN_QUERY_PERF_RUN)")

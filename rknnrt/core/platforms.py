@@ -1,4 +1,7 @@
-"""One table of platform profiles: every per-SoC number of the runtime lives here.
+"""One table of platform profiles: every per-SoC number only the runtime needs lives here.
+
+What the converter needs too (name, NPU cores, dynamic shapes, float models, CPU-placed ops,
+quantised dtypes) is the platform's `target` (model/targets.py, the one owner of those facts).
 
 Sources (keys of ../shared/spec/rknn_api_facts.md): RT = RKNNRT C API reference V2.3.2
 (Tables 4-1/4-2: which calls and queries each platform supports), UG = RKNPU User Guide V2.3.0
@@ -88,8 +91,7 @@ class MatmulFacts:
 class Platform:
     """What an application on one SoC can observe of its NPU and runtime."""
 
-    name: str
-    npu_cores: int
+    target: targets.Target
     # Channels per NC1HWC2 block for each dtype the NPU stores ("/" in UG Table 5-1 = absent).
     c2: dict[str, int]
     # Zero-copy width alignment in BYTES of one row's pixels for 4-D inputs with C in {1, 3, 4}
@@ -113,13 +115,21 @@ class Platform:
     ddr_gbps: float = 0.0
 
     @property
+    def name(self) -> str:
+        return self.target.name
+
+    @property
+    def npu_cores(self) -> int:
+        return self.target.npu_cores
+
+    @property
     def dynamic_shapes(self) -> bool:
-        return self.name in targets.DYNAMIC_SHAPES
+        return self.target.dynamic_shapes
 
     @property
     def float_models(self) -> bool:
         """Whether unquantised models run here (the vendor refuses them on rv110x)."""
-        return self.name not in targets.INT8_ONLY
+        return self.target.float_models
 
     def supports(self, call: str) -> bool:
         return call in self.calls
@@ -189,29 +199,30 @@ _MM_RV1126B = replace(_MM_RK3562, types=frozenset({"RKNN_FLOAT16_MM_FLOAT16_TO_F
 # product pages, not in the stored corpus (unverified). RK356x/RK3562/RV1126B DDR: 32-bit at
 # 3200 MT/s = 12.8 GB/s (unverified). The mini-runtime chips and RK2118 have no PERF queries
 # (RT Table 4-2), so they carry no numbers.
+_T = targets.TARGETS
 PLATFORMS: dict[str, Platform] = {
     p.name: p
     for p in (
-        Platform("rk3588", 3, _C2_16B, 16, _G2, _QUERIES_FULL, sram_bytes=956 * 1024,
+        Platform(_T["rk3588"], _C2_16B, 16, _G2, _QUERIES_FULL, sram_bytes=956 * 1024,
                  core_masks=_MASKS_3, matmul=True,
                  matmul_facts=_MM_RK3588, npu_tops=6.0, ddr_gbps=34.0),
-        Platform("rk3576", 2, _C2_16B, 16, _G2, _QUERIES_FULL, core_masks=_MASKS_2,
+        Platform(_T["rk3576"], _C2_16B, 16, _G2, _QUERIES_FULL, core_masks=_MASKS_2,
                  matmul=True, matmul_facts=_MM_RK3576, npu_tops=6.0, ddr_gbps=17.0),
-        Platform("rk3566", 1, _C2_8B, 8, _G1, _QUERIES_FULL, matmul=True,
+        Platform(_T["rk3566"], _C2_8B, 8, _G1, _QUERIES_FULL, matmul=True,
                  matmul_facts=_MM_RK3566, npu_tops=0.8, ddr_gbps=12.8),
-        Platform("rk3568", 1, _C2_8B, 8, _G1, _QUERIES_FULL, matmul=True,
+        Platform(_T["rk3568"], _C2_8B, 8, _G1, _QUERIES_FULL, matmul=True,
                  matmul_facts=_MM_RK3566, npu_tops=1.0, ddr_gbps=12.8),
-        Platform("rk3562", 1, _C2_16B, 16, _G1, _QUERIES_FULL, matmul=True,
+        Platform(_T["rk3562"], _C2_16B, 16, _G1, _QUERIES_FULL, matmul=True,
                  matmul_facts=_MM_RK3562, npu_tops=1.0, ddr_gbps=12.8),
         # RV1126B: grouped with the single-core G1 chips in RT V2.3.2; C2 unverified.
-        Platform("rv1126b", 1, _C2_16B, 16, _G1, _QUERIES_FULL, matmul=True,
+        Platform(_T["rv1126b"], _C2_16B, 16, _G1, _QUERIES_FULL, matmul=True,
                  matmul_facts=_MM_RV1126B, npu_tops=3.0, ddr_gbps=12.8),
-        Platform("rv1103", 1, _C2_16B, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
-        Platform("rv1106", 1, _C2_16B, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
-        Platform("rv1103b", 1, {"int8": 8}, 8, _G3, _QUERIES_MINI, "librknnmrt.so"),
-        Platform("rv1106b", 1, {"int8": 8}, 8, _G3, _QUERIES_MINI, "librknnmrt.so"),
+        Platform(_T["rv1103"], _C2_16B, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
+        Platform(_T["rv1106"], _C2_16B, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
+        Platform(_T["rv1103b"], {"int8": 8}, 8, _G3, _QUERIES_MINI, "librknnmrt.so"),
+        Platform(_T["rv1106b"], {"int8": 8}, 8, _G3, _QUERIES_MINI, "librknnmrt.so"),
         # RK2118: UG Table 5-1 gives float16 C2 4 and no int8 entry (unverified).
-        Platform("rk2118", 1, {"float16": 4}, 8, _G4, _QUERIES_MINI),
+        Platform(_T["rk2118"], {"float16": 4}, 8, _G4, _QUERIES_MINI),
     )
 }  # fmt: skip
 

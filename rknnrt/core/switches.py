@@ -1,13 +1,20 @@
 """Every environment variable the runtime reads, in one table, and the one reader of each.
 
 Each is read where its value is needed (a call that reads it says when); nothing else in
-rknnrt/core, rknnrt/api or rknnrt/lite.py reads os.environ.
+rknnrt/core, rknnrt/api or rknnrt/lite.py reads os.environ, and nothing in rknnrt writes it.
+Code of the package that must change a switch for a while (the evaluation's thread count, the
+`perf --host` run) uses `override`, which every reader here sees and which leaves os.environ alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+from ..model import targets
 
 
 @dataclass(frozen=True)
@@ -36,7 +43,7 @@ KEEP_PRIORITY = Switch(
     "1 keeps the process priority (the vendor raises it to nice -19 at the first rknn_init)",
 )  # fmt: skip
 PLATFORM = Switch(
-    "RKNNRT_PLATFORM", "rk3588",
+    "RKNNRT_PLATFORM", targets.DEFAULT_PLATFORM,
     "the SoC the matmul API emulates (read at rknn_matmul_create and by the B layout helpers)",
 )  # fmt: skip
 CALL_WAIT_MS = Switch(
@@ -58,13 +65,50 @@ TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT
          FP16_BLOCKED)  # fmt: skip
 
 
+# Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
+# (no lock on the read path: switches are read per log line and per query); writers replace it
+# under the lock, so overrides entered and left by several threads never lose one another.
+_overrides: tuple[tuple[object, str, str], ...] = ()
+_writers = threading.Lock()
+
+
+@contextlib.contextmanager
+def override(switch: Switch, value: str | int | None) -> Iterator[None]:
+    """`switch` reads as `value` in every thread of this process until the block ends.
+
+    Process-wide, as the environment variable would be, without writing os.environ (child
+    processes do not inherit it; pass settings to them as arguments). Overrides nest: the
+    innermost active one wins, and leaving one (in any order, from any thread) restores what
+    the others and the environment say. None overrides nothing (the caller's "as configured")."""
+    global _overrides
+    if value is None:
+        yield
+        return
+    token = object()
+    with _writers:
+        _overrides = (*_overrides, (token, switch.name, str(value)))
+    try:
+        yield
+    finally:
+        with _writers:
+            _overrides = tuple(entry for entry in _overrides if entry[0] is not token)
+
+
+def _value(name: str) -> str | None:
+    for _, overridden, value in reversed(_overrides):
+        if overridden == name:
+            return value
+    return os.environ.get(name)
+
+
 def raw(switch: Switch) -> str:
-    return os.environ.get(switch.name, switch.default)
+    value = _value(switch.name)
+    return switch.default if value is None else value
 
 
 def integer(switch: Switch, default: int | None = None) -> int | None:
     """The switch as an int; `default` when unset or malformed."""
-    value = os.environ.get(switch.name)
+    value = _value(switch.name)
     if value is None:
         return default
     try:
@@ -78,7 +122,7 @@ def log_level() -> int:
 
 
 def num_threads() -> int | None:
-    value = os.environ.get(NUM_THREADS.name)
+    value = _value(NUM_THREADS.name)
     return int(value) if value and value.isdigit() else None
 
 

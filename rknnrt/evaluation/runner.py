@@ -3,20 +3,18 @@ C-shaped API, as a board application) and the float reference on onnxruntime.
 
 Both run with a fixed number of onnxruntime intra-op threads (default 1): one thread per worker
 is what lets workers scale, and it makes every run's arithmetic the same in every process. The
-runtime's switch for it is the documented `RKNNRT_NUM_THREADS` variable, read at rknn_init.
+count is an argument of the context (rknnrt.client.Client), never a change to os.environ.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 import rknnrt as rk
 
+from ..client import Client, ClientError
 from ..model import container
 from ..model.meta import ModelMeta
 from ..sessions import factory, policies
@@ -34,21 +32,6 @@ class EvaluationError(RuntimeError):
     """A model that cannot be loaded or run; the message says which and why."""
 
 
-@contextlib.contextmanager
-def _threads(count: int | None) -> Iterator[None]:
-    previous = os.environ.get("RKNNRT_NUM_THREADS")
-    if count is not None:
-        os.environ["RKNNRT_NUM_THREADS"] = str(count)
-    try:
-        yield
-    finally:
-        if count is not None:
-            if previous is None:
-                os.environ.pop("RKNNRT_NUM_THREADS", None)
-            else:
-                os.environ["RKNNRT_NUM_THREADS"] = previous
-
-
 def normalisation(model: bytes) -> tuple[list[list[float] | None], list[list[float] | None]]:
     """The mean and std per input that the runtime applies (from the model's metadata); None
     where the file does not say (a vendor file: give them to the reference yourself)."""
@@ -64,69 +47,40 @@ class ModelRunner:
     """One rknnrt context: model loaded once, then `run(inputs)` per sample."""
 
     def __init__(self, model: bytes, threads: int | None = 1) -> None:
-        self.ctx = rk.rknn_context(0)
-        with _threads(threads):
-            ret = rk.rknn_init(ctypes.byref(self.ctx), model, len(model), 0, None)
-        if ret != rk.RKNN_SUCC:
-            raise EvaluationError(f"rknn_init failed with status {ret}")
-        num = rk.rknn_input_output_num()
-        self._query(rk.RKNN_QUERY_IN_OUT_NUM, num)
-        self.inputs = [self._input_spec(i) for i in range(num.n_input)]
-        self.n_outputs = num.n_output
-        self.output_names = []
-        for i in range(num.n_output):
-            attr = rk.rknn_tensor_attr(index=i)
-            self._query(rk.RKNN_QUERY_OUTPUT_ATTR, attr)
-            self.output_names.append(attr.name.decode())
-
-    def _query(self, cmd: int, info: ctypes.Structure) -> None:
-        ret = rk.rknn_query(self.ctx, cmd, ctypes.byref(info), ctypes.sizeof(info))
-        if ret != rk.RKNN_SUCC:
-            raise EvaluationError(f"rknn_query({cmd}) failed with status {ret}")
-
-    def _input_spec(self, index: int) -> InputSpec:
-        attr = rk.rknn_tensor_attr(index=index)
-        self._query(rk.RKNN_QUERY_INPUT_ATTR, attr)
-        dims = tuple(attr.dims[: attr.n_dims])
-        return InputSpec(
-            attr.name.decode(), dims, attr.n_dims == 4 and attr.fmt == rk.RKNN_TENSOR_NHWC
-        )
+        try:
+            self.client = Client(model, threads=threads)
+        except ClientError as exc:
+            raise EvaluationError(f"{exc.call} failed with status {exc.status}") from None
+        self.inputs = [
+            InputSpec(a.name.decode(), tuple(a.dims[: a.n_dims]),
+                      a.n_dims == 4 and a.fmt == rk.RKNN_TENSOR_NHWC)
+            for a in self.client.inputs
+        ]  # fmt: skip
+        self.n_outputs = len(self.client.outputs)
+        self.output_names = [a.name.decode() for a in self.client.outputs]
 
     def run(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        c_inputs = (rk.rknn_input * len(arrays))()
-        for i, (x, spec) in enumerate(zip(arrays, self.inputs)):
+        fed, types, fmts = [], [], []
+        for x, spec in zip(arrays, self.inputs):
             if x.dtype not in _RK_TYPES:
                 x = np.ascontiguousarray(x, np.float32)
-            c_inputs[i].index, c_inputs[i].buf, c_inputs[i].size = i, x.ctypes.data, x.nbytes
-            c_inputs[i].type = _RK_TYPES[x.dtype]
             nchw = spec.nhwc and tuple(x.shape) != spec.dims
-            c_inputs[i].fmt = (
+            fed.append(x)
+            types.append(_RK_TYPES[x.dtype])
+            fmts.append(
                 rk.RKNN_TENSOR_NCHW
                 if nchw
                 else (rk.RKNN_TENSOR_NHWC if x.ndim == 4 else rk.RKNN_TENSOR_UNDEFINED)
             )
-        if rk.rknn_inputs_set(self.ctx, len(arrays), c_inputs) or rk.rknn_run(self.ctx, None):
-            raise EvaluationError("rknn_inputs_set/rknn_run failed (see the E RKNN: line)")
-        outs = (rk.rknn_output * self.n_outputs)()
-        for o in outs:
-            o.want_float = 1
-        if rk.rknn_outputs_get(self.ctx, self.n_outputs, outs, None):
-            raise EvaluationError("rknn_outputs_get failed (see the E RKNN: line)")
         try:
-            results = []
-            for i, o in enumerate(outs):
-                attr = rk.rknn_tensor_attr(index=i)
-                self._query(rk.RKNN_QUERY_CURRENT_OUTPUT_ATTR, attr)
-                data = np.frombuffer((ctypes.c_char * o.size).from_address(o.buf), np.float32)
-                results.append(data.reshape(list(attr.dims[: attr.n_dims])).copy())
-        finally:
-            rk.rknn_outputs_release(self.ctx, self.n_outputs, outs)
-        return results
+            self.client.set_inputs(fed, types, fmts)
+            self.client.run()
+            return self.client.get_outputs()
+        except ClientError as exc:
+            raise EvaluationError(f"{exc} (see the E RKNN: line)") from None
 
     def close(self) -> None:
-        if self.ctx.value:
-            rk.rknn_destroy(self.ctx)
-            self.ctx.value = 0
+        self.client.close()
 
 
 class Reference:

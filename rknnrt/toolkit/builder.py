@@ -17,6 +17,7 @@ import onnx
 from ..model import container, targets
 from . import custom_ops, lower, onnx_import, passes, quantize
 from . import dataset as datasets
+from .config import Config
 from .errors import ConversionError
 
 TOOLKIT_VERSION = "0.1.0"
@@ -61,13 +62,14 @@ def drop_io_value_info(model: onnx.ModelProto) -> None:
     model.graph.value_info.extend(keep)
 
 
-def prepare(model: onnx.ModelProto, config: dict[str, Any], do_quantization: bool,
+def prepare(model: onnx.ModelProto, config: Config, do_quantization: bool,
             rknn_batch_size: int | None, custom: Mapping[str, Any] | None = None,
             ) -> tuple[onnx.ModelProto, list | None, custom_ops.CutModel | None]:  # fmt: skip
     """The optimised float graph (batch and shape sets applied, registered custom nodes cut
     out: toolkit/custom_ops.py), the shape sets and the cut that puts the custom nodes back."""
-    platform = config["target_platform"]
-    if not do_quantization and platform in targets.INT8_ONLY:
+    platform = config.target_platform
+    target = targets.get(platform)
+    if not do_quantization and not target.float_models:
         raise ConversionError(f"{platform} runs only quantised models: do_quantization=True")
     shape_sets = None
     if rknn_batch_size not in (None, 1):
@@ -77,17 +79,17 @@ def prepare(model: onnx.ModelProto, config: dict[str, Any], do_quantization: boo
         model = onnx_import.set_batch(model, rknn_batch_size)
     cut = custom_ops.cut(model, dict(custom or {}))
     if cut is not None:
-        if config["dynamic_input"]:
+        if config.dynamic_input:
             raise ConversionError("custom operators in a model with dynamic_input are not "
                                   "supported")  # fmt: skip
         model = cut.model
-    if config["dynamic_input"]:
-        if platform not in targets.DYNAMIC_SHAPES:
+    if config.dynamic_input:
+        if not target.dynamic_shapes:
             raise ConversionError(f"dynamic_input: {platform} has no dynamic shapes (only "
                                   f"{', '.join(sorted(targets.DYNAMIC_SHAPES))})")  # fmt: skip
         copy = onnx.ModelProto()
         copy.CopyFrom(model)
-        shape_sets = onnx_import.apply_shape_sets(copy, config["dynamic_input"])
+        shape_sets = onnx_import.apply_shape_sets(copy, config.dynamic_input)
         model = onnx_import.complete_outputs(copy)
     try:
         prepared = passes.run_all(model)
@@ -97,8 +99,8 @@ def prepare(model: onnx.ModelProto, config: dict[str, Any], do_quantization: boo
     return prepared, shape_sets, cut
 
 
-def input_configs(model: onnx.ModelProto, config: dict[str, Any]) -> dict[str, lower.InputConfig]:
-    means, stds = config["mean_values"], config["std_values"]
+def input_configs(model: onnx.ModelProto, config: Config) -> dict[str, lower.InputConfig]:
+    means, stds = config.mean_values, config.std_values
     configs = {}
     for k, vi in enumerate(model.graph.input):
         dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
@@ -119,7 +121,7 @@ def input_specs(model: onnx.ModelProto) -> list[datasets.InputSpec]:
             for vi in model.graph.input]  # fmt: skip
 
 
-def calibration_samples(prepared: onnx.ModelProto, config: dict[str, Any], dataset: Any,
+def calibration_samples(prepared: onnx.ModelProto, config: Config, dataset: Any,
                         limit: int | None = None, cut: custom_ops.CutModel | None = None,
                         ) -> list[list[np.ndarray]]:  # fmt: skip
     """The dataset read for `prepared`'s inputs and normalised with mean/std; samples of
@@ -128,14 +130,12 @@ def calibration_samples(prepared: onnx.ModelProto, config: dict[str, Any], datas
     specs = input_specs(prepared)
     if cut is not None:
         specs = [s for s in specs if s.name in cut.original_inputs]
-    if config["dynamic_input"]:  # symbolic dims: calibrate at the first shape set
+    if config.dynamic_input:  # symbolic dims: calibrate at the first shape set
         specs = [datasets.InputSpec(s.name, tuple(int(d) for d in shape))
-                 for s, shape in zip(specs, config["dynamic_input"][0])]  # fmt: skip
+                 for s, shape in zip(specs, config.dynamic_input[0])]  # fmt: skip
     single = [datasets.InputSpec(s.name, (1, *s.shape[1:]) if s.shape else s.shape)
               for s in specs]  # fmt: skip
-    rgb2bgr = [bool(v) for v in (config["quant_img_RGB2BGR"]
-               if not isinstance(config["quant_img_RGB2BGR"], bool)
-               else [config["quant_img_RGB2BGR"]] * len(specs))]  # fmt: skip
+    rgb2bgr = [config.rgb2bgr_for(k) for k in range(len(specs))]
     try:
         raw = datasets.load(dataset, specs, rgb2bgr, limit=limit)
     except ConversionError:
@@ -144,7 +144,7 @@ def calibration_samples(prepared: onnx.ModelProto, config: dict[str, Any], datas
         raw = datasets.load(dataset, single, rgb2bgr, limit=limit)
     out = []
     for sample in raw:
-        sample = datasets.normalise(sample, config["mean_values"], config["std_values"])
+        sample = datasets.normalise(sample, config.mean_values, config.std_values)
         out.append([np.repeat(x, s.shape[0] // x.shape[0], axis=0)
                     if x.ndim and s.shape and x.shape[0] != s.shape[0] else x
                     for x, s in zip(sample, specs)])  # fmt: skip
@@ -152,7 +152,7 @@ def calibration_samples(prepared: onnx.ModelProto, config: dict[str, Any], datas
 
 
 def compile_model(
-    prepared: onnx.ModelProto, config: dict[str, Any], name: str, *,
+    prepared: onnx.ModelProto, config: Config, name: str, *,
     samples: Sequence[list[np.ndarray]] | None, shape_sets: list | None = None,
     rknn_batch_size: int | None = None, float_layers: Collection[str] = (),
     overrides: Mapping[str, tuple[float, int]] | None = None,
@@ -162,15 +162,15 @@ def compile_model(
     """Quantise (when `samples` are given) or round to float16, then lower to a model file."""
     configs = input_configs(prepared, config)
     program, io_qparams, stored_types = prepared, None, None
-    float_dtype, tensor_qparams = config["float_dtype"], {}
+    float_dtype, tensor_qparams = config.float_dtype, {}
     try:
         if samples is not None:
             kwargs = {"progress": progress} if progress is not None else {}
             quantized = quantize.quantize_model(
-                prepared, samples, algorithm=config["quantized_algorithm"],
-                per_channel=config["quantized_method"] == "channel",
+                prepared, samples, algorithm=config.quantized_algorithm,
+                per_channel=config.quantized_method == "channel",
                 float_layers=tuple(float_layers), overrides=overrides,
-                shape_sets=config["dynamic_input"], **kwargs,
+                shape_sets=config.dynamic_input, **kwargs,
             )  # fmt: skip
             program, io_qparams = quantized.program, quantized.io_qparams
             tensor_qparams = dict(quantized.tensor_qparams)
@@ -188,9 +188,9 @@ def compile_model(
     kept = onnx.ModelProto()  # lowering moves the weights out of the graph it is given
     kept.CopyFrom(program)
     meta, graph, weights = lower.lower(
-        program, configs, target_platform=config["target_platform"], float_dtype=float_dtype,
-        custom_string=config["custom_string"], model_name=name,
-        toolkit_version=f"rknnrt {TOOLKIT_VERSION}", remove_weight=config["remove_weight"],
+        program, configs, target_platform=config.target_platform, float_dtype=float_dtype,
+        custom_string=config.custom_string, model_name=name,
+        toolkit_version=f"rknnrt {TOOLKIT_VERSION}", remove_weight=config.remove_weight,
         shape_sets=shape_sets, io_qparams=io_qparams, stored_types=stored_types,
         rknn_batch_size=rknn_batch_size or 1,
     )  # fmt: skip

@@ -2,12 +2,15 @@
 
 An invalid value fails the call and leaves the previous configuration intact. Options that
 change nothing on a PC (NPU compiler switches, board memory layout, YUV input, ...) are recorded
-so scripts run unchanged, and named in one `W` line.
+so scripts run unchanged, and named in one `W` line. The result is a frozen `Config`: one typed
+field per vendor keyword (the converter reads attributes, never string keys).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import targets
@@ -17,18 +20,58 @@ from .errors import ConversionError
 FLOAT_DTYPES = ("float16", "float32")  # float32: rknnrt's exact extension
 METHODS = ("channel", "layer")
 
-DEFAULTS: dict[str, Any] = {
-    "mean_values": None, "std_values": None, "quantized_dtype": "w8a8",
-    "quantized_algorithm": "normal", "quantized_method": "channel", "quantized_hybrid_level": 0,
-    "target_platform": "rk3588", "quant_img_RGB2BGR": False, "float_dtype": "float16",
-    "optimization_level": 3, "custom_string": "", "remove_weight": False,
-    "compress_weight": False, "inputs_yuv_fmt": None, "single_core_mode": False,
-    "dynamic_input": None, "model_pruning": False, "op_target": None, "quantize_weight": False,
-    "remove_reshape": False, "sparse_infer": False, "mini_rknn": False,
-    "enable_flash_attention": False, "auto_hybrid_cos_thresh": 0.98,
-    "auto_hybrid_euc_thresh": None, "memory_plan_strategy": "BestFit",
-    "compute_order": "WidthFirst", "compiler_control_file": None,
-}  # fmt: skip
+
+@dataclass(frozen=True)
+class Config:
+    """The converter's configuration: the vendor's config() keywords with its defaults."""
+
+    mean_values: list[list[float]] | None = None  # one list per input (per_input_values)
+    std_values: list[list[float]] | None = None
+    quantized_dtype: str = "w8a8"
+    quantized_algorithm: str = "normal"
+    quantized_method: str = "channel"
+    quantized_hybrid_level: int = 0
+    target_platform: str = targets.DEFAULT_PLATFORM
+    quant_img_RGB2BGR: bool | Sequence[bool] = False  # the vendor's spelling
+    float_dtype: str = "float16"
+    optimization_level: int = 3
+    custom_string: str = ""
+    remove_weight: bool = False
+    compress_weight: bool = False
+    inputs_yuv_fmt: Any = None
+    single_core_mode: bool = False
+    dynamic_input: list[list[list[int]]] | None = None  # shape sets, one shape per input
+    model_pruning: bool = False
+    op_target: Mapping[str, str] | None = None
+    quantize_weight: bool = False
+    remove_reshape: bool = False
+    sparse_infer: bool = False
+    mini_rknn: bool = False
+    enable_flash_attention: bool = False
+    auto_hybrid_cos_thresh: float = 0.98
+    auto_hybrid_euc_thresh: float | None = None
+    memory_plan_strategy: str = "BestFit"
+    compute_order: str = "WidthFirst"
+    compiler_control_file: str | None = None
+    # keywords the vendor's config() does not have, recorded as given (named in the W line)
+    unknown_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The keywords and their values (what a hybrid step-1 .model records as JSON)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if not values["unknown_options"]:
+            del values["unknown_options"]
+        return values
+
+    def rgb2bgr_for(self, index: int) -> bool:
+        value = self.quant_img_RGB2BGR
+        if isinstance(value, bool):
+            return value
+        return bool(value[index]) if index < len(value) else False
+
+
+DEFAULTS = Config()
+KEYWORDS = frozenset(f.name for f in dataclasses.fields(Config)) - {"unknown_options"}
 # Recorded, no effect on a PC: the NPU compiler's and the board's switches.
 NO_EFFECT = (
     "optimization_level", "compress_weight", "inputs_yuv_fmt", "single_core_mode",
@@ -52,14 +95,16 @@ def per_input_values(what: str, values: Any) -> list[list[float]] | None:
         raise ConversionError(f"{what} {values!r}: every value must be a number") from None
 
 
-def updated(current: dict[str, Any], given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def updated(current: Config, given: Mapping[str, Any]) -> tuple[Config, list[str]]:
     """The configuration after one `config()` call, and the no-effect options it set.
 
     `given` holds only the keywords the caller passed (None for target_platform means keep)."""
-    new = dict(current)
-    unknown = sorted(k for k in given if k not in DEFAULTS)
+    new = current.as_dict()
+    unknown = {k: v for k, v in given.items() if k not in KEYWORDS and k != "unknown_options"}
+    # a recorded configuration (as_dict of a hybrid step-1 .model) gives its unknowns back as one
+    unknown.update(given.get("unknown_options") or {})
     for key, value in given.items():
-        if key in DEFAULTS:
+        if key in KEYWORDS:
             new[key] = value
     choices = (("quantized_algorithm", quantize.ALGORITHMS), ("quantized_method", METHODS),
                ("float_dtype", FLOAT_DTYPES))  # fmt: skip
@@ -68,7 +113,7 @@ def updated(current: dict[str, Any], given: dict[str, Any]) -> tuple[dict[str, A
             raise ConversionError(f"{key} '{new[key]}' is not supported; use one of {allowed}")
     if "target_platform" in given:
         if given["target_platform"] is None:
-            new["target_platform"] = current["target_platform"]
+            new["target_platform"] = current.target_platform
         else:
             name = targets.canonical(str(given["target_platform"]))
             if name is None:
@@ -98,15 +143,7 @@ def updated(current: dict[str, Any], given: dict[str, Any]) -> tuple[dict[str, A
         value = new[key]
         if value is not None and (not isinstance(value, (int, float)) or value < 0):
             raise ConversionError(f"{key} must be a number >= 0, not {value!r}")
-    no_effect = [k for k in NO_EFFECT if k in given and given[k] != DEFAULTS[k]] + unknown
-    for key in unknown:
-        new.setdefault("unknown_options", {})
-        new["unknown_options"] = {**new["unknown_options"], key: given[key]}
-    return new, no_effect
-
-
-def rgb2bgr_for(config: dict[str, Any], index: int) -> bool:
-    value = config["quant_img_RGB2BGR"]
-    if isinstance(value, bool):
-        return value
-    return bool(value[index]) if index < len(value) else False
+    no_effect = [k for k in NO_EFFECT if k in given and given[k] != getattr(DEFAULTS, k)]
+    if unknown:
+        new["unknown_options"] = {**current.unknown_options, **unknown}
+    return Config(**new), no_effect + sorted(unknown)

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 
+from ..model.targets import DEFAULT_PLATFORM
 from .rknn import RKNN
 
 LOADERS = {".onnx": "onnx", ".pt": "pytorch", ".pth": "pytorch", ".torchscript": "pytorch",
@@ -47,7 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="model file: .onnx, .pt (TorchScript, needs --input-size), "
                    ".tflite, .pb (needs --inputs/--outputs/--input-size)")  # fmt: skip
     p.add_argument("-o", "--output", help="output file (default: MODEL.rknnrt)")
-    p.add_argument("--target", default="rk3588", help="target platform (default rk3588)")
+    p.add_argument("--target", default=DEFAULT_PLATFORM,
+                   help=f"target platform (default {DEFAULT_PLATFORM})")  # fmt: skip
     p.add_argument("--mean", help="mean per channel: 123.675,116.28,103.53 (';' between inputs)")
     p.add_argument("--std", help="std per channel: 58.395,57.12,57.375 (';' between inputs)")
     p.add_argument("--custom-string", help="string returned by RKNN_QUERY_CUSTOM_STRING")

@@ -66,7 +66,7 @@ class RKNN:
     def __init__(self, verbose: bool = False, verbose_file: str | None = None) -> None:
         self.verbose = verbose
         self.last_error = ""
-        self._config: dict[str, Any] = dict(configuration.DEFAULTS)
+        self._config: configuration.Config = configuration.DEFAULTS
         self._configured = False
         self._onnx: onnx.ModelProto | None = None
         self._name = self._file_stem = ""
@@ -104,7 +104,7 @@ class RKNN:
                 outputs=None) -> None:  # fmt: skip
         proto = builder.upgrade_opset(proto)
         builder.drop_io_value_info(proto)
-        dynamic = bool(self._config["dynamic_input"]) and input_size_list is None
+        dynamic = bool(self._config.dynamic_input) and input_size_list is None
         onnx_import.set_inputs(proto, inputs, input_size_list, allow_dynamic=dynamic)
         onnx_import.set_outputs(proto, outputs)
         self._onnx = proto if dynamic else onnx_import.complete_outputs(proto)
@@ -219,7 +219,7 @@ class RKNN:
         """Layers whose single-layer cosine (or Euclidean distance) misses the thresholds."""
         trial = builder.compile_model(prepared, self._config, self._name, samples=samples,
                                       shape_sets=getattr(self, "_shape_sets", None))  # fmt: skip
-        cos_thresh = self._config["auto_hybrid_cos_thresh"]
+        cos_thresh = self._config.auto_hybrid_cos_thresh
         errors = self._layer_errors(trial, samples)
         layers = [n for n, cos in errors.items() if cos < cos_thresh]
         sys.stderr.write(f"I auto_hybrid: {len(layers)} layer(s) below cosine {cos_thresh} "
@@ -245,13 +245,13 @@ class RKNN:
                        if n not in layers]  # fmt: skip
         if proposal:
             errors = self._layer_errors(trial, samples[: max(1, int(proposal_dataset_size))])
-            level = self._config["quantized_hybrid_level"]
+            level = self._config.quantized_hybrid_level
             ranked = sorted(errors, key=errors.get)
-            picks = [n for n in ranked if errors[n] < self._config["auto_hybrid_cos_thresh"]]
+            picks = [n for n in ranked if errors[n] < self._config.auto_hybrid_cos_thresh]
             picks += ranked[: level] if level else []
             layers += [n for n in picks if n not in layers]
         stem = self._file_stem if self._file_stem not in ("model", "") else self._name
-        hybrid.write_model(f"{stem}.model", prepared, self._config)
+        hybrid.write_model(f"{stem}.model", prepared, self._config.as_dict())
         hybrid.write_data(f"{stem}.data", samples)
         with open(f"{stem}.quantization.cfg", "w") as f:
             f.write(hybrid.format_cfg(layers, hybrid.tensor_params(trial.tensor_qparams)))
@@ -319,7 +319,7 @@ class RKNN:
                      fallback_prior_device="cpu") -> None:  # fmt: skip
         model = self.model_bytes()
         self._release_runtime()
-        platform = self._config["target_platform"] if self._built is not None else None
+        platform = self._config.target_platform if self._built is not None else None
         if platform is None:  # a loaded file: its own platform
             import json
 
@@ -390,7 +390,7 @@ class RKNN:
         paths = [inputs] if isinstance(inputs, (str, np.ndarray, os.PathLike)) else list(inputs)
         specs = builder.input_specs(built.float_program)
         single = [datasets.InputSpec(s.name, (1, *s.shape[1:])) for s in specs]
-        rgb2bgr = [configuration.rgb2bgr_for(self._config, k) for k in range(len(specs))]
+        rgb2bgr = [self._config.rgb2bgr_for(k) for k in range(len(specs))]
         if len(paths) != len(specs):
             raise ConversionError(f"{len(paths)} inputs given for a model with {len(specs)}")
         try:
@@ -403,8 +403,8 @@ class RKNN:
                       for k, (p, s) in enumerate(zip(raw, single))]  # fmt: skip
         except (OSError, ValueError) as exc:
             raise ConversionError(f"inputs: {exc}") from None
-        sample = datasets.normalise(sample, self._config["mean_values"],
-                                    self._config["std_values"])  # fmt: skip
+        sample = datasets.normalise(sample, self._config.mean_values,
+                                    self._config.std_values)  # fmt: skip
         sample = [np.repeat(x, s.shape[0] // x.shape[0], 0) if x.shape[0] != s.shape[0] else x
                   for x, s in zip(sample, specs)]  # fmt: skip
         accuracy.run(built.float_program, built.program, sample, built.tensor_qparams,

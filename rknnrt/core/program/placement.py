@@ -1,9 +1,10 @@
 """Where a model's operators run on a platform: the NPU, or the CPU for custom operators and
-for operators the platform's NPU lacks (the table is model/op_placement.py). A model with any
+for operators the platform's NPU lacks (model/op_placement.py; Target.cpu_ops). A model with any
 CPU operator runs as NPU and CPU segments (core/program/segmented.py)."""
 
 from __future__ import annotations
 
+from ...model import targets
 from ..lazy_imports import onnx
 
 
@@ -19,9 +20,9 @@ def cpu_op_types(graph: bytes, platform: str) -> set[str]:
 
 def needs_partition(graph: bytes, platform: str) -> bool:
     """Whether a model graph has custom ops or ops the platform runs on the CPU."""
-    from ...model.op_placement import CPU_OPS, device_for  # imports onnx: not at import
+    from ...model.op_placement import device_for  # imports onnx: not at import
 
-    cpu_ops = CPU_OPS.get(platform, frozenset())
+    cpu_ops = targets.cpu_ops(platform)
     if b"rknnrt.custom" not in graph and not any(op.encode() in graph for op in cpu_ops):
         return False  # cheap: a byte search before a parse
     nodes = onnx.load_model_from_string(graph).graph.node

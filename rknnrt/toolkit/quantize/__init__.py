@@ -16,7 +16,6 @@ are float16.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -29,6 +28,7 @@ from .dtypes import QUANTIZED_DTYPES, check_dtype
 from .fp16 import emulate_fp16
 from .graph import at_least_opset, float_output_tails, float_tensors, stored_tensors, sums_as_adds
 from .hybrid import choose_float_layers, rank_layers
+from .program import QuantizedProgram
 from .qdq import insert_qdq
 from .rules import calibration_bounds, concat_before_relu
 
@@ -37,18 +37,6 @@ __all__ = [
     "calibrate", "check_dtype", "choose_float_layers", "emulate_fp16",
     "quantize_model", "rank_layers", "stored_tensors",
 ]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class QuantizedProgram:
-    """What quantisation hands the rest of the converter."""
-
-    program: onnx.ModelProto  # the QDQ program
-    io_qparams: dict[str, tuple[float, int]]  # (scale, zp) of the graph's int8 inputs/outputs
-    tensor_qparams: dict[str, tuple[float, int]]  # (scale, zp) of every int8 tensor, by name
-    # the float graph quantisation worked on (opset-upgraded, the vendor's rewrites applied):
-    # tensor_qparams name its tensors
-    source: onnx.ModelProto | None = None
 
 
 def quantize_model(

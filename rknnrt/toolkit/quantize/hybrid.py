@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
 
 from ..probe import cosine, probe_session
 from .graph import at_least_opset
-
-if TYPE_CHECKING:
-    from . import QuantizedProgram
+from .program import QuantizedProgram
 
 _ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSwish"})
 

@@ -1,0 +1,153 @@
+"""`Client`: one context of the C-shaped API, driven as a board application drives it.
+
+The one Python place that calls rknn_init / rknn_query / rknn_inputs_set / rknn_run /
+rknn_outputs_get / rknn_outputs_release / rknn_destroy for rknnrt's own users: RKNNLite
+(lite.py), the command line (cli.py), the evaluation (evaluation/runner.py) and the board
+estimate (board_eval.py). A failed call raises `ClientError` naming the call and its status; the
+runtime has already printed its `E RKNN:` line, so users only translate the exception into their
+own convention (RKNNLite: -1 or None; the CLI: exit; the evaluation: EvaluationError).
+
+Settings are arguments: `threads` is the onnxruntime thread count of the context's programs
+(the RKNNRT_NUM_THREADS switch, overridden for rknn_init only).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import api as rk
+from .api.marshal import log_muted
+from .core import switches
+
+
+class ClientError(RuntimeError):
+    """A C-API call that returned a status other than RKNN_SUCC."""
+
+    def __init__(self, call: str, status: int) -> None:
+        super().__init__(f"{call} failed: {status}")
+        self.call, self.status = call, status
+
+
+def check(call: str, status: int) -> None:
+    if status != rk.RKNN_SUCC:
+        raise ClientError(call, status)
+
+
+class Client:
+    """rknn_init of `model` with `flag`, and the inputs' and outputs' attributes."""
+
+    def __init__(self, model: bytes, flag: int = 0, *, threads: int | None = None) -> None:
+        self.flag = flag
+        self.ctx = rk.rknn_context(0)
+        with switches.override(switches.NUM_THREADS, threads):
+            check("rknn_init", rk.rknn_init(ctypes.byref(self.ctx), model, len(model), flag, None))
+        try:
+            self._describe()
+        except ClientError:
+            self.close()
+            raise
+
+    def _describe(self) -> None:
+        num = rk.rknn_input_output_num()
+        self.query(rk.RKNN_QUERY_IN_OUT_NUM, num)
+        self.inputs = [self.attr(rk.RKNN_QUERY_INPUT_ATTR, i) for i in range(num.n_input)]
+        self.outputs = [self.attr(rk.RKNN_QUERY_OUTPUT_ATTR, i) for i in range(num.n_output)]
+        dyn = rk.rknn_input_range(index=0)
+        # a probe whose failure is an answer (a static model), not an error
+        self.dynamic = self.status(rk.RKNN_QUERY_INPUT_DYNAMIC_RANGE, dyn, quiet=True) == 0 \
+            and dyn.shape_number > 0  # fmt: skip
+
+    def dup(self) -> Client:
+        """A context from rknn_dup_context: same model and weights, its own buffers."""
+        other = object.__new__(type(self))
+        other.flag, other.inputs, other.outputs = self.flag, self.inputs, self.outputs
+        other.dynamic = self.dynamic
+        other.ctx = rk.rknn_context(0)
+        check("rknn_dup_context",
+              rk.rknn_dup_context(ctypes.byref(self.ctx), ctypes.byref(other.ctx)))  # fmt: skip
+        return other
+
+    @property
+    def alive(self) -> bool:
+        return bool(self.ctx.value)
+
+    def status(self, cmd: int, info: ctypes.Structure, quiet: bool = False) -> int:
+        """rknn_query's status (`quiet`: without its E line, for probes)."""
+        if quiet:
+            with log_muted():
+                return rk.rknn_query(self.ctx, cmd, ctypes.byref(info), ctypes.sizeof(info))
+        return rk.rknn_query(self.ctx, cmd, ctypes.byref(info), ctypes.sizeof(info))
+
+    def query(self, cmd: int, info: ctypes.Structure) -> None:
+        status = rk.rknn_query(self.ctx, cmd, ctypes.byref(info), ctypes.sizeof(info))
+        if status != rk.RKNN_SUCC:  # the name is formatted only on failure (a hot path)
+            raise ClientError(f"rknn_query({cmd})", status)
+
+    def attr(self, cmd: int, index: int) -> rk.rknn_tensor_attr:
+        attr = rk.rknn_tensor_attr(index=index)
+        self.query(cmd, attr)
+        return attr
+
+    def set_core_mask(self, mask: int) -> None:
+        status = rk.rknn_set_core_mask(self.ctx, mask)
+        if status != rk.RKNN_SUCC:
+            raise ClientError(f"rknn_set_core_mask({mask:#x})", status)
+
+    def register_custom_ops(self, ops: Sequence[object]) -> None:
+        check(
+            "rknn_register_custom_ops", rk.rknn_register_custom_ops(self.ctx, list(ops), len(ops))
+        )
+
+    def set_input_shapes(self, shapes: Sequence[Sequence[int]]) -> None:
+        """rknn_set_input_shapes (4-D shapes NHWC)."""
+        attrs = (rk.rknn_tensor_attr * len(shapes))()
+        for i, shape in enumerate(shapes):
+            attrs[i].index, attrs[i].n_dims = i, len(shape)
+            attrs[i].fmt = rk.RKNN_TENSOR_NHWC if len(shape) == 4 else rk.RKNN_TENSOR_UNDEFINED
+            for d, v in enumerate(shape):
+                attrs[i].dims[d] = v
+        check("rknn_set_input_shapes", rk.rknn_set_input_shapes(self.ctx, len(shapes), attrs))
+
+    def set_inputs(
+        self, arrays: Sequence[np.ndarray], types: Sequence[int], fmts: Sequence[int],
+        pass_through: Sequence[int] | None = None,
+    ) -> None:  # fmt: skip
+        """rknn_inputs_set: each array (C-contiguous, kept alive by the caller until the run)
+        with its rknn_tensor_type and rknn_tensor_format."""
+        passes = pass_through or [0] * len(arrays)
+        c_inputs = (rk.rknn_input * len(arrays))()
+        for i, (x, kind, fmt, pt) in enumerate(zip(arrays, types, fmts, passes)):
+            c_inputs[i].index, c_inputs[i].buf, c_inputs[i].size = i, x.ctypes.data, x.nbytes
+            c_inputs[i].type, c_inputs[i].fmt, c_inputs[i].pass_through = kind, fmt, int(pt)
+        check("rknn_inputs_set", rk.rknn_inputs_set(self.ctx, len(arrays), c_inputs))
+
+    def run(self) -> None:
+        check("rknn_run", rk.rknn_run(self.ctx, None))
+
+    def get_outputs(self) -> list[np.ndarray]:
+        """rknn_outputs_get as float32 copies in the shapes in effect (a dynamic-shape model's
+        depend on its current inputs), then rknn_outputs_release."""
+        count = len(self.outputs)
+        c_outputs = (rk.rknn_output * count)()
+        for o in c_outputs:
+            o.want_float = 1
+        check("rknn_outputs_get", rk.rknn_outputs_get(self.ctx, count, c_outputs, None))
+        results = []
+        try:
+            for i, o in enumerate(c_outputs):
+                attr = rk.rknn_tensor_attr(index=i)
+                self.query(rk.RKNN_QUERY_CURRENT_OUTPUT_ATTR, attr)
+                data = np.frombuffer((ctypes.c_char * o.size).from_address(o.buf), np.float32)
+                results.append(data.reshape(list(attr.dims[: attr.n_dims])).copy())
+        finally:
+            rk.rknn_outputs_release(self.ctx, count, c_outputs)
+        return results
+
+    def close(self) -> None:
+        """rknn_destroy (once; later calls do nothing)."""
+        if self.ctx.value:
+            rk.rknn_destroy(self.ctx)
+            self.ctx.value = 0
