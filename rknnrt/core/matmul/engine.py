@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...model import numerics
 from .. import guard, log, registry
 from ..errors import FAIL, PARAM_INVALID, RknnError
 from ..io import memory
@@ -336,7 +337,7 @@ class MatmulContext:
         if self.mtype.raw_output:  # one scale for C: B renormalised to max(scale) (get_quant)
             ratio = s_b[0] / s_b[0].max()
             if not np.all(ratio == 1):
-                centred = lay.round_away(centred * ratio).astype(np.int64)
+                centred = numerics.half_away_from_zero(centred * ratio).astype(np.int64)
         bound = max(1, int(np.abs(centred).max(initial=0)))
         a_bound = -lay.RANGE[self.mtype.a][0]
         colsum = centred.sum(axis=0, dtype=np.int64).astype(np.float64) if qa.zp[0] else None
