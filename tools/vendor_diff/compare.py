@@ -279,7 +279,7 @@ def output_steps(ours: list, vendor: list, vendor_tensors: dict, names: list[str
         v = vendor_tensors.get(f"{name}_int8", vendor_tensors.get(name, {}))
         entry = {"name": name, "cosine": cos}
         if "scale" in v:
-            steps = np.round(np.abs(a - b) / v["scale"])
+            steps = numerics.half_to_even(np.abs(a - b) / v["scale"])
             entry.update(within_one=float(np.mean(steps <= 1)), max_steps=int(steps.max()))
         result.append(entry)
     return result
