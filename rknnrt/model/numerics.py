@@ -51,19 +51,17 @@ def half_away_from_zero(x: np.ndarray, out: np.ndarray | None = None) -> np.ndar
 _LIMITS: dict[np.dtype, tuple[int, int]] = {}  # np.iinfo per integer dtype (it costs ~3 us)
 
 
-def _limits(target: np.dtype) -> tuple[int, int]:
-    if target not in _LIMITS:
-        info = np.iinfo(target)
-        _LIMITS[target] = (int(info.min), int(info.max))
-    return _LIMITS[target]
-
-
 def _saturate(steps: np.ndarray, zp, rounding: Rounding, target: np.dtype) -> np.ndarray:
     """`steps` (float, owned by the caller) rounded, shifted by zp and clipped to `target`'s
     range, in place."""
-    lo, hi = _limits(target)
+    limits = _LIMITS.get(target)
+    if limits is None:
+        info = np.iinfo(target)
+        limits = _LIMITS[target] = (int(info.min), int(info.max))
+    lo, hi = limits
     rounding(steps, out=steps)
-    np.add(steps, np.asarray(zp, steps.dtype), out=steps)
+    # a Python number converts to steps' type inside the ufunc, as np.asarray would (cheaper)
+    np.add(steps, zp if type(zp) in (int, float) else np.asarray(zp, steps.dtype), out=steps)
     np.clip(steps, lo, hi, out=steps)
     return steps
 
@@ -71,11 +69,12 @@ def _saturate(steps: np.ndarray, zp, rounding: Rounding, target: np.dtype) -> np
 def _grid(x, scale, zp, division, rounding: Rounding, target: np.dtype,
           work: np.ndarray | None) -> np.ndarray:  # fmt: skip
     """round(x / scale) + zp saturated to `target`, still as floats of `division`."""
-    s = np.asarray(scale, division)
     if work is None:
-        steps = np.divide(np.asarray(x, division), s)
-    else:  # the caller's scratch of `division` (possibly x itself)
-        steps = np.divide(x, s, out=work)
+        x = np.asarray(x, division)
+    # a Python float converts to x's type inside the ufunc when x is already of `division`
+    s = scale if type(scale) is float and x.dtype.type is division else np.asarray(scale, division)
+    # `work`: the caller's scratch of `division` (possibly x itself)
+    steps = np.divide(x, s, out=work)
     return _saturate(steps, zp, rounding, target)
 
 
@@ -94,7 +93,7 @@ def quantize(
     range): x and scale converted to `division` before dividing. `scale` and `zp` may be arrays
     that broadcast with x (per channel). `work`: a scratch array of `division` and x's shape
     (x itself to convert in place), so that a hot path allocates nothing."""
-    target = np.dtype(dtype if out is None else out.dtype)
+    target = np.dtype(dtype) if out is None else out.dtype
     steps = _grid(x, scale, zp, division, rounding, target, work)
     if out is None:
         return steps.astype(target)
