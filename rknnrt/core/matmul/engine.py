@@ -330,7 +330,9 @@ class MatmulContext:
         centred = b.astype(np.int64) - z_b  # B - zp, exact
         a_scale = qa.scale[0] / qc.scale[0]
         if self.mtype.a == "float16" or group:  # dequantise B; fp32 sums as for float types
-            deq = np.ascontiguousarray(centred * s_b, np.float32)
+            deq = np.ascontiguousarray(
+                numerics.dequantize(b, s_b, z_b, precision=np.float64), np.float32
+            )
             colsum = deq.sum(axis=0, dtype=np.float64) if qa.zp[0] else None
             return _Prepared(deq, a_scale, colsum)
         mult = qa.scale[0] * s_b[0] / qc.scale[0]
