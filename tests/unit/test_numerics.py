@@ -147,3 +147,55 @@ def test_affine_params_widen_the_range_to_hold_zero():
 def test_represented_range_is_the_two_int8_ends():
     assert nm.represented_range(0.5, -126) == (-1.0, 126.5)
     assert nm.represented_range(0.5, 0) == (-64.0, 63.5)
+
+
+# -- the sites' former expressions, bit for bit ---------------------------------------------------
+def _tie_heavy(seed: int) -> tuple[np.ndarray, float]:
+    """float32 values on ties of a float32 scale, their float32 neighbours, random values,
+    infinities and signed zeros."""
+    rng = np.random.default_rng(seed)
+    scale = np.float32(rng.uniform(0.001, 0.2))
+    ties = ((rng.integers(-300, 300, 5000) + 0.5) * np.float64(scale)).astype(np.float32)
+    up, down = np.nextafter(ties, np.float32(np.inf)), np.nextafter(ties, np.float32(-np.inf))
+    extra = np.array([np.inf, -np.inf, 0.0, -0.0, 1e30, -1e30], np.float32)
+    x = np.concatenate([ties, up, down, rng.normal(0, 10, 5000).astype(np.float32), extra])
+    return x, float(scale)
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_former_inline_expressions_give_the_same_bits(seed):
+    x, s = _tie_heavy(seed)
+    zp = [-128, -3, 0, 77][seed]
+    # toolkit/accuracy, evaluation/drift, quantize/hybrid, vendor_diff.compare
+    assert _same_bits(
+        nm.quantize(x, s, zp), np.clip(np.round(x / s) + zp, -128, 127).astype(np.int8)
+    )
+    # core/io/plans: in place in float32
+    t = x.copy()
+    np.divide(t, s, out=t)
+    np.rint(t, out=t)
+    t += zp
+    np.clip(t, -128, 127, out=t)
+    work, out = x.copy(), np.empty(x.shape, np.int8)
+    nm.quantize(work, s, zp, work=work, out=out)
+    assert _same_bits(work, t) and _same_bits(out, t.astype(np.int8))
+    # calibrate's mmse error and accuracy's fake quantisation
+    q = np.clip(np.round(x / s) + zp, -128, 127)
+    assert _same_bits(nm.fake_quantize(x, s, zp), ((q - zp) * s).astype(np.float32))
+    # the qdq bias (float64 x, float32 scale, float64 division) and the float64 alternative
+    wide = x.astype(np.float64) * 1e4
+    bias = np.clip(np.round(wide / np.float32(s)), -(2**31), 2**31 - 1).astype(np.int32)
+    got = nm.quantize(wide, np.float32(s), division=nm.FLOAT64_DIVISION, dtype=np.int32)
+    assert _same_bits(got, bias)
+    # matmul's C: half away from zero on float64 sums
+    sums = x.astype(np.float64) / s
+    away = np.copysign(np.floor(np.abs(sums) + 0.5), sums)
+    assert _same_bits(nm.requantize(sums, float(zp), rounding=nm.half_away_from_zero),
+                      np.clip(away + zp, -128, 127).astype(np.int8))  # fmt: skip
+    # conversions / segmented dequantisation
+    qi = out
+    assert _same_bits(nm.dequantize(qi, s, zp), (qi.astype(np.float32) - zp) * np.float32(s))
