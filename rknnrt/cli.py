@@ -20,14 +20,13 @@ from .capi import sdk as capi_sdk
 from .client import Client, ClientError
 from .core import registry
 from .evaluation import commands as evaluation_commands
+from .model import dtypes
 from .model.targets import DEFAULT_PLATFORM
 from .toolkit import RKNN, convert_cmd, samples
 
-_NP_TYPES = {
-    rk.RKNN_TENSOR_FLOAT32: np.float32, rk.RKNN_TENSOR_FLOAT16: np.float16,
-    rk.RKNN_TENSOR_INT8: np.int8, rk.RKNN_TENSOR_UINT8: np.uint8, rk.RKNN_TENSOR_INT16: np.int16,
-    rk.RKNN_TENSOR_INT32: np.int32, rk.RKNN_TENSOR_INT64: np.int64, rk.RKNN_TENSOR_BOOL: np.bool_,
-}  # fmt: skip
+# rknn_tensor_type -> numpy dtype of the types the CLI feeds
+_NP_TYPES = {t.rknn: t.numpy for t in dtypes.named(
+    "float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool")}  # fmt: skip
 
 
 def _floats(text: str | None) -> list[list[float]] | None:

@@ -20,13 +20,11 @@ import numpy as np
 from . import api as rk
 from .api.marshal import log_error
 from .client import Client, ClientError
+from .model import dtypes
 
-_TYPES = {
-    np.dtype(np.float32): rk.RKNN_TENSOR_FLOAT32, np.dtype(np.float16): rk.RKNN_TENSOR_FLOAT16,
-    np.dtype(np.uint8): rk.RKNN_TENSOR_UINT8, np.dtype(np.int8): rk.RKNN_TENSOR_INT8,
-    np.dtype(np.int16): rk.RKNN_TENSOR_INT16, np.dtype(np.int32): rk.RKNN_TENSOR_INT32,
-    np.dtype(np.int64): rk.RKNN_TENSOR_INT64, np.dtype(np.bool_): rk.RKNN_TENSOR_BOOL,
-}  # fmt: skip
+# numpy dtype -> rknn_tensor_type of the types inference() passes as they are
+_TYPES = {t.numpy: t.rknn for t in dtypes.named(
+    "float32", "float16", "uint8", "int8", "int16", "int32", "int64", "bool")}  # fmt: skip
 _FORMATS = {"nhwc": rk.RKNN_TENSOR_NHWC, "nchw": rk.RKNN_TENSOR_NCHW}
 
 

@@ -18,6 +18,7 @@ from ..core import registry
 from ..core.context import Context
 from ..core.errors import CTX_INVALID, PARAM_INVALID, RknnError
 from ..core.program import custom_ops
+from ..model import dtypes
 from . import constants as c
 from .marshal import _CArgObject, array_at, c_api, context_handle, struct_at
 from .structs import (
@@ -35,18 +36,8 @@ __all__ = [
     "rknn_custom_op_standin",
 ]
 
-_TYPES = {
-    "float32": c.RKNN_TENSOR_FLOAT32,
-    "float16": c.RKNN_TENSOR_FLOAT16,
-    "int8": c.RKNN_TENSOR_INT8,
-    "uint8": c.RKNN_TENSOR_UINT8,
-    "int16": c.RKNN_TENSOR_INT16,
-    "uint16": c.RKNN_TENSOR_UINT16,
-    "int32": c.RKNN_TENSOR_INT32,
-    "uint32": c.RKNN_TENSOR_UINT32,
-    "int64": c.RKNN_TENSOR_INT64,
-    "bool": c.RKNN_TENSOR_BOOL,
-}
+# numpy name -> rknn_tensor_type of the types a custom op's tensors may have (numpy's own)
+_TYPES = {t.name: code for code, t in dtypes.BY_RKNN.items() if t.numpy is not None}
 
 
 def custom_op_tensor(array: np.ndarray, name: str = "") -> rknn_custom_op_tensor:

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from ..core.errors import PARAM_INVALID, RknnError
 from ..core.io.attrs import Attr
+from ..model import dtypes
 from . import constants as c
 from .structs import rknn_tensor_attr
 
-TYPE_NAMES = {
-    c.RKNN_TENSOR_FLOAT32: "float32", c.RKNN_TENSOR_FLOAT16: "float16",
-    c.RKNN_TENSOR_INT8: "int8", c.RKNN_TENSOR_UINT8: "uint8", c.RKNN_TENSOR_INT16: "int16",
-    c.RKNN_TENSOR_UINT16: "uint16", c.RKNN_TENSOR_INT32: "int32",
-    c.RKNN_TENSOR_UINT32: "uint32", c.RKNN_TENSOR_INT64: "int64", c.RKNN_TENSOR_BOOL: "bool",
-    c.RKNN_TENSOR_INT4: "int4", c.RKNN_TENSOR_BFLOAT16: "bfloat16",
-}  # fmt: skip
+# rknn_tensor_type number -> name, from model/dtypes.py (its numbers are tested equal to the
+# header's, constants.py)
+TYPE_NAMES = {code: t.name for code, t in dtypes.BY_RKNN.items()}
 TYPE_CODES = {name: code for code, name in TYPE_NAMES.items()}
 FORMAT_NAMES = {
     c.RKNN_TENSOR_NCHW: "NCHW", c.RKNN_TENSOR_NHWC: "NHWC",

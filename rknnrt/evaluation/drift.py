@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ..model import numerics
 from ..toolkit import passes, quantize
 from ..toolkit.probe import cosine, probe_session
 
@@ -83,7 +84,7 @@ def layer_drift(
             if scale is None:
                 feed[name] = array
             else:
-                feed[name] = np.clip(np.round(array / scale) + zp, -128, 127).astype(np.int8)
+                feed[name] = numerics.quantize(array, scale, zp)
         int8_values = int8_session.run(None, feed)
         sums += [cosine(a, b) for a, b in zip(float_values, int8_values)]
     count = max(len(samples), 1)

@@ -15,17 +15,13 @@ import numpy as np
 import rknnrt as rk
 
 from ..client import Client, ClientError
-from ..model import container
+from ..model import container, dtypes
 from ..model.meta import ModelMeta
 from ..sessions import factory, policies
 from .data import InputSpec, to_nchw
 
-_RK_TYPES = {
-    np.dtype(np.uint8): rk.RKNN_TENSOR_UINT8,
-    np.dtype(np.int8): rk.RKNN_TENSOR_INT8,
-    np.dtype(np.float32): rk.RKNN_TENSOR_FLOAT32,
-    np.dtype(np.float16): rk.RKNN_TENSOR_FLOAT16,
-}
+# numpy dtype -> rknn_tensor_type of the types fed as they are (others as float32)
+_RK_TYPES = {t.numpy: t.rknn for t in dtypes.named("uint8", "int8", "float32", "float16")}
 
 
 class EvaluationError(RuntimeError):

@@ -20,6 +20,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from ..model import numerics
 from .errors import ConversionError
 from .probe import cosine, probe_session
 
@@ -49,7 +50,7 @@ def _program_feed(program: onnx.ModelProto, sample: Sequence[np.ndarray],
         elem = vi.type.tensor_type.elem_type
         if elem == onnx.TensorProto.INT8 and vi.name in io_qparams:
             scale, zp = io_qparams[vi.name]
-            feed[vi.name] = np.clip(np.round(x / scale) + zp, -128, 127).astype(np.int8)
+            feed[vi.name] = numerics.quantize(x, scale, zp)
         else:
             feed[vi.name] = x.astype(helper.tensor_dtype_to_np_dtype(elem))
     return feed
@@ -58,7 +59,7 @@ def _program_feed(program: onnx.ModelProto, sample: Sequence[np.ndarray],
 def _as_float(name: str, value: np.ndarray, io_qparams: dict) -> np.ndarray:
     if value.dtype == np.int8 and name in io_qparams:
         scale, zp = io_qparams[name]
-        return (value.astype(np.float32) - zp) * scale
+        return numerics.dequantize(value, scale, zp)
     return value.astype(np.float32)
 
 
@@ -66,7 +67,7 @@ def _fake_quant(x: np.ndarray, qp: tuple[float, int] | None) -> np.ndarray:
     if qp is None:
         return x
     scale, zp = qp
-    return ((np.clip(np.round(x / scale) + zp, -128, 127) - zp) * scale).astype(np.float32)
+    return numerics.fake_quantize(x, scale, zp)
 
 
 def simulated_names(program: onnx.ModelProto, tensors: Sequence[str]) -> dict[str, str]:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ..model import numerics
 from .errors import ConversionError
 
 CONFIG_KEY = "rknnrt.config"
@@ -113,7 +114,7 @@ def tensor_params(tensor_qparams: dict[str, tuple[float, int]]) -> dict[str, dic
     """The cfg entries of the int8 tensors: the range a (scale, zp) pair represents."""
     out = {}
     for name, (scale, zp) in tensor_qparams.items():
-        lo, hi = (-128 - zp) * scale, (127 - zp) * scale
+        lo, hi = numerics.represented_range(scale, zp)
         out[name] = {"qtype": "asym", "qmethod": "layer", "dtype": "int8", "min": [float(lo)],
                      "max": [float(hi)], "scale": [float(scale)], "zero_point": [int(zp)],
                      "ori_min": [float(lo)], "ori_max": [float(hi)]}  # fmt: skip
@@ -148,13 +149,12 @@ def read_cfg(path: str) -> tuple[list[str], dict[str, tuple[float, int]]]:
         except (KeyError, IndexError, TypeError, ValueError):
             raise ConversionError(f"{path}: tensor {name!r} needs min, max, scale and "
                                   "zero_point lists") from None  # fmt: skip
-        if not np.isclose(lo, (-128 - zp) * scale, rtol=1e-5, atol=1e-7) or \
-                not np.isclose(hi, (127 - zp) * scale, rtol=1e-5, atol=1e-7):  # fmt: skip
+        ends = numerics.represented_range(scale, zp)
+        if not np.isclose(lo, ends[0], rtol=1e-5, atol=1e-7) or \
+                not np.isclose(hi, ends[1], rtol=1e-5, atol=1e-7):  # fmt: skip
             if hi <= lo:
                 raise ConversionError(f"{path}: tensor {name!r} has max <= min")
-            lo, hi = min(lo, 0.0), max(hi, 0.0)
-            scale = (hi - lo) / 255.0
-            zp = int(np.clip(-128 - np.round(lo / scale), -128, 127))
+            scale, zp = numerics.affine_params(lo, hi)
         overrides[name] = (scale, zp)
     return list(layers), overrides
 

@@ -18,6 +18,7 @@ import onnx
 
 import rknnrt as rk
 from rknnrt.lite import RKNNLite
+from rknnrt.model import numerics
 from rknnrt.toolkit import RKNN, passes
 from rknnrt.toolkit.quantize import quantize_model
 
@@ -145,7 +146,7 @@ def _run(program: onnx.ModelProto, quantized, test: list[np.ndarray], exposed: d
     feed = dict(fed)
     for vi, x in zip(quantized.program.graph.input, test):
         scale, zp = quantized.io_qparams[vi.name]
-        feed[vi.name] = np.clip(np.round(x / scale) + zp, -128, 127).astype(np.int8)
+        feed[vi.name] = numerics.quantize(x, scale, zp)
     values = session.run(list(exposed.values()), feed)
     out = {}
     for name, v in zip(exposed, values):
@@ -278,7 +279,7 @@ def output_steps(ours: list, vendor: list, vendor_tensors: dict, names: list[str
         v = vendor_tensors.get(f"{name}_int8", vendor_tensors.get(name, {}))
         entry = {"name": name, "cosine": cos}
         if "scale" in v:
-            steps = np.round(np.abs(a - b) / v["scale"])
+            steps = numerics.half_to_even(np.abs(a - b) / v["scale"])
             entry.update(within_one=float(np.mean(steps <= 1)), max_steps=int(steps.max()))
         result.append(entry)
     return result

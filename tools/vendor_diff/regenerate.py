@@ -12,6 +12,8 @@ import sys
 
 import numpy as np
 
+from rknnrt.model import numerics
+
 from .__main__ import diff, vendor_side
 from .compare import samples
 from .fixtures import FIXTURES
@@ -27,7 +29,7 @@ def compact(vendor: dict, names: list[str]) -> dict:
     for name, values in zip(names, vendor["outputs"]):
         qp = vendor["tensors"].get(f"{name}_int8", {})
         if "scale" in qp:
-            q = np.round(np.asarray(values) / qp["scale"]) + qp["zp"]
+            q = numerics.quantize(values, qp["scale"], qp["zp"], division=numerics.FLOAT64_DIVISION)
             outs.append({"int8": q.astype(int).tolist()})
         else:
             outs.append({"float": [float(f"{v:.5g}") for v in values]})
@@ -40,7 +42,9 @@ def expand(vendor: dict, names: list[str]) -> dict:
         if isinstance(packed, dict) and "int8" in packed:
             qp = vendor["tensors"][f"{name}_int8"]
             outs.append(
-                ((np.asarray(packed["int8"], np.float64) - qp["zp"]) * qp["scale"]).tolist()
+                numerics.dequantize(
+                    packed["int8"], qp["scale"], qp["zp"], precision=np.float64
+                ).tolist()
             )
         else:
             outs.append(packed["float"] if isinstance(packed, dict) else packed)

@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from rknnrt.model import numerics
 from rknnrt.toolkit.quantize.rules import quantize_weight, weight_qparams
 
 PATH = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "quant", "data",
@@ -35,8 +36,8 @@ def int8_weights(w: np.ndarray, scale: np.float32, var: np.float32, fold32: bool
     step, zp = weight_qparams(folded, 0, per_channel=True)
     if div32:  # rknnrt's rule
         return quantize_weight(folded, step, zp, 0).astype(np.int16).ravel()
-    ratio = folded.astype(np.float64) / np.float64(step[0])
-    return np.clip(np.round(ratio) + int(zp[0]), -128, 127).astype(np.int16).ravel()
+    q = numerics.quantize(folded, step[0], int(zp[0]), division=numerics.FLOAT64_DIVISION)
+    return q.astype(np.int16).ravel()
 
 
 def search(count: int = 4, seed: int = 5) -> list[tuple[np.ndarray, np.float32, np.float32]]:

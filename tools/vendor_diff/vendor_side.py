@@ -70,6 +70,9 @@ def main() -> None:
             }
             dump = os.path.join("snapshot", "simulator", "npy", files.get(name, "-"))
             if os.path.exists(dump):
+                # the dump's own int8 values (no quantisation: they lie on the grid). This
+                # script runs in the vendor's Python, without rknnrt: model/numerics.py's
+                # half-to-even rule, written out here once.
                 grid = np.load(dump).astype(np.float64) / tensors[name]["scale"]
                 grid += tensors[name]["zp"]
                 rounded = bool(np.abs(grid - np.round(grid)).max() < 1e-3)

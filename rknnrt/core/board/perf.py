@@ -294,5 +294,4 @@ def _row_dtype(layer: Layer, meta: ModelMeta, model: CostModel) -> str:
         return model.dtype
     specs = {s.name: s for s in [*meta.inputs, *meta.outputs]}
     spec = specs.get(layer.name)
-    names = {"float32": "FLOAT32", "float16": "FLOAT16", "int8": "INT8", "uint8": "UINT8"}
-    return names.get(spec.dtype, spec.dtype.upper()) if spec else model.dtype
+    return spec.dtype.upper() if spec else model.dtype

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...model.dtypes import numpy_dtype
 from ..errors import PARAM_INVALID, RknnError
 from ..io import conversions, layouts
 from ..io.memory import Memory, warn_stale_input, warn_stale_output
@@ -82,7 +83,7 @@ class Bindings:
         if dtype not in conversions.BOUND_OUTPUT_TYPES or wrong_rank:
             raise RknnError(PARAM_INVALID, f"output {plan.index}: cannot store {fmt} {dtype}")
         dims = layouts.output_dims(plan.spec.shape, fmt, self._shapes.platform.c2_for(dtype))
-        need = int(np.prod(dims)) * conversions.np_dtype(dtype).itemsize
+        need = int(np.prod(dims)) * numpy_dtype(dtype).itemsize
         if memory.size < need:
             raise RknnError(
                 PARAM_INVALID,

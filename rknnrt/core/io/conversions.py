@@ -10,28 +10,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...model import numerics
+from ...model.dtypes import numpy_dtype
 from ...model.meta import TensorSpec
 from . import layouts
 
 FLOATS = ("float32", "float16")
-NP_DTYPES = {
-    name: np.dtype(np.bool_) if name == "bool" else np.dtype(name)
-    for name in ("float32", "float16", "int8", "uint8", "int16", "uint16", "int32", "uint32",
-                 "int64", "bool")
-}  # fmt: skip
 # Types an output may be bound as with rknn_set_io_mem.
 BOUND_OUTPUT_TYPES = ("float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool")
-
-
-def np_dtype(name: str) -> np.dtype:
-    return NP_DTYPES.get(name) or np.dtype(name)
 
 
 def dequantize(result: np.ndarray, spec: TensorSpec) -> np.ndarray:
     """(q - zp) * scale for an int8 output with affine parameters; a float32 copy otherwise."""
     if spec.qnt_type != "AFFINE" or result.dtype != np.int8:
         return result.astype(np.float32)
-    return (result.astype(np.float32) - spec.zp) * np.float32(spec.scale)
+    return numerics.dequantize(result, spec.scale, spec.zp)
 
 
 def _staged(result: np.ndarray, spec: TensorSpec, dtype: str, fmt: str, c2: int) -> np.ndarray:
@@ -49,7 +42,7 @@ def output_as(result: np.ndarray, spec: TensorSpec, dtype: str, fmt: str = "NCHW
               c2: int = 0) -> np.ndarray:  # fmt: skip
     """A C-contiguous array of `dtype` in `fmt`; `result` itself when nothing changes."""
     data = _staged(result, spec, dtype, fmt, c2)
-    target = np_dtype(dtype)
+    target = numpy_dtype(dtype)
     if data.dtype == target and data.flags.c_contiguous:
         return data
     return np.ascontiguousarray(data, dtype=target)
@@ -59,6 +52,6 @@ def write_output(result: np.ndarray, spec: TensorSpec, dst: np.ndarray, dtype: s
                  c2: int) -> None:  # fmt: skip
     """Store `result` into `dst` (uint8 bytes) as `dtype` in `fmt`, casting on the copy."""
     data = _staged(result, spec, dtype, fmt, c2)
-    target = np_dtype(dtype)
+    target = numpy_dtype(dtype)
     need = data.size * target.itemsize
     np.copyto(dst[:need].view(target).reshape(data.shape), data, casting="unsafe")

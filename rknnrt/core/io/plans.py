@@ -10,6 +10,8 @@ from math import prod
 
 import numpy as np
 
+from ...model import numerics
+from ...model.dtypes import numpy_dtype
 from ...model.meta import TensorSpec
 from ..errors import PARAM_INVALID, RknnError
 from ..platforms import Platform
@@ -39,7 +41,7 @@ class InputPlan:
         self.index = index
         self.spec = spec
         self.shape = tuple(spec.shape)
-        self.dtype = conversions.np_dtype(spec.dtype)
+        self.dtype = numpy_dtype(spec.dtype)
         self.n_elems = prod(spec.shape)
         self.is_4d = len(spec.shape) == 4
         self.allowed = _ALLOWED_SOURCES.get(spec.dtype, (spec.dtype,))
@@ -64,7 +66,7 @@ class InputPlan:
         (w_stride pixels) and, for multi-batch inputs, padded batches (h_stride rows)."""
         if pass_through:
             return self.native.size_with_stride
-        itemsize = conversions.NP_DTYPES[src_dtype].itemsize
+        itemsize = numpy_dtype(src_dtype).itemsize
         if self.is_4d and src_fmt == "NHWC":
             return layouts.nhwc_bytes(self.shape, itemsize, w_stride, h_stride)
         return self.n_elems * itemsize
@@ -93,7 +95,7 @@ class InputPlan:
             return
         if src_dtype not in self.allowed or (self.is_4d and src_fmt == "NC1HWC2"):
             self.check_source(src_dtype, src_fmt)
-        src = conversions.NP_DTYPES[src_dtype]
+        src = numpy_dtype(src_dtype)
         need = self.required_bytes(src_dtype, src_fmt, False, w_stride, h_stride)
         if raw.size < need:
             raise RknnError(
@@ -116,12 +118,9 @@ class InputPlan:
             np.divide(target, self.std, out=target)
         if self._onnxruntime_cast(target, out):
             return
-        if self.quantized:  # q = round(clamp(x / scale + zp, -128, 127)) (facts §5.5)
-            np.divide(target, self.spec.scale, out=target)
-            np.rint(target, out=target)
-            target += self.spec.zp
-            np.clip(target, -128, 127, out=target)
-        if self.staged:
+        if self.quantized:  # facts §5.5: float32 division, half to even, in place
+            numerics.quantize(target, self.spec.scale, self.spec.zp, work=target, out=out)
+        elif self.staged:
             np.copyto(out, target, casting="unsafe")
 
     def _onnxruntime_cast(self, src: np.ndarray, out: np.ndarray) -> bool:
@@ -167,7 +166,7 @@ class OutputPlan:
     def __init__(self, index: int, spec: TensorSpec) -> None:
         self.index = index
         self.spec = spec
-        self.dtype = conversions.np_dtype(spec.dtype)
+        self.dtype = numpy_dtype(spec.dtype)
         self.n_elems = prod(spec.shape)
 
     def convert(self, result: np.ndarray, want_float: bool) -> np.ndarray:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...model import numerics
 from .. import guard, log, registry
 from ..errors import FAIL, PARAM_INVALID, RknnError
 from ..io import memory
@@ -333,14 +334,16 @@ class MatmulContext:
         centred = b.astype(np.int64) - z_b  # B - zp, exact
         a_scale = qa.scale[0] / qc.scale[0]
         if self.mtype.a == "float16" or group:  # dequantise B; fp32 sums as for float types
-            deq = np.ascontiguousarray(centred * s_b, np.float32)
+            deq = np.ascontiguousarray(
+                numerics.dequantize(b, s_b, z_b, precision=np.float64), np.float32
+            )
             colsum = deq.sum(axis=0, dtype=np.float64) if qa.zp[0] else None
             return _Prepared(deq, a_scale, colsum)
         mult = qa.scale[0] * s_b[0] / qc.scale[0]
         if self.mtype.raw_output:  # one scale for C: B renormalised to max(scale) (get_quant)
             ratio = s_b[0] / s_b[0].max()
             if not np.all(ratio == 1):
-                centred = lay.round_away(centred * ratio).astype(np.int64)
+                centred = numerics.half_away_from_zero(centred * ratio).astype(np.int64)
         bound = max(1, int(np.abs(centred).max(initial=0)))
         a_bound = -lay.RANGE[self.mtype.a][0]
         colsum = centred.sum(axis=0, dtype=np.int64).astype(np.float64) if qa.zp[0] else None

@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...model import dtypes, numerics
 from ...sessions import factory, policies
 
-BITS = {"int4": 4, "int8": 8, "int16": 16, "float16": 16, "bfloat16": 16, "int32": 32,
-        "float32": 32}  # fmt: skip
+TYPES = ("int4", "int8", "int16", "float16", "bfloat16", "int32", "float32")  # A, B and C's
+BITS = {t.name: t.bits for t in dtypes.named(*TYPES)}
 # numpy storage of each dtype once unpacked (bfloat16 as its raw bits; int4 widened to int8).
-NUMPY = {"int4": np.int8, "int8": np.int8, "int16": np.int16, "float16": np.float16,
-         "bfloat16": np.uint16, "int32": np.int32, "float32": np.float32}  # fmt: skip
-
-
-RANGE = {"int4": (-8, 7), "int8": (-128, 127), "int16": (-(2**15), 2**15 - 1),
-         "int32": (-(2**31), 2**31 - 1)}  # fmt: skip
+NUMPY = {t.name: t.storage.type for t in dtypes.named(*TYPES)}
+RANGE = {name: dtypes.int_range(name) for name in ("int4", "int8", "int16", "int32")}
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -137,11 +134,6 @@ def from_native_b(
 
 
 # -- C's elements ---------------------------------------------------------------------------
-def round_away(x: np.ndarray) -> np.ndarray:
-    """Round half away from zero (C's round())."""
-    return np.copysign(np.floor(np.abs(x) + 0.5), x)
-
-
 def to_dtype(values: np.ndarray, dtype: str, zp: float = 0.0) -> np.ndarray:
     """C's elements from the scaled sums: saturated integers, int8 rounded, floats rounded."""
     if dtype == "float32":
@@ -153,9 +145,9 @@ def to_dtype(values: np.ndarray, dtype: str, zp: float = 0.0) -> np.ndarray:
         bits = values.astype(np.float32).view(np.uint32)
         rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
         return np.where(np.isnan(values), 0x7FC0, rounded).astype(np.uint16)
+    if dtype == "int8":  # the matmul API rounds C half away from zero (C's round())
+        return numerics.requantize(values, zp, rounding=numerics.half_away_from_zero)
     lo, hi = RANGE[dtype]
-    if dtype == "int8":
-        values = round_away(values) + zp
     return np.clip(values, lo, hi).astype(NUMPY[dtype])
 
 

@@ -25,8 +25,7 @@ QUANT_TYPES = (
     "PER_GROUP_ASYM",
 )  # rknn_matmul_quant_type, in enum order
 LAYOUTS = ("NORM", "NATIVE", "TP_NORM")  # RKNN_MM_LAYOUT_*, in enum order
-_TOKENS = {"FLOAT16": "float16", "FLOAT32": "float32", "BFLOAT16": "bfloat16", "INT4": "int4",
-           "INT8": "int8", "INT16": "int16", "INT32": "int32"}  # fmt: skip
+_TOKENS = {name.upper(): name for name in lay.TYPES}  # as in RKNN_INT8_MM_INT8_TO_INT32
 EXACT_INT_LIMIT = 2**24  # float32 holds every integer up to this
 
 

@@ -6,11 +6,11 @@ float32 -> float16 (a float16 model's input): numpy converts element by element,
 (checked over every 7th float32 bit pattern); onnxruntime writes every NaN as the canonical
 quiet NaN where numpy keeps its payload.
 
-float32 -> int8 (an int8 model's input, q = clamp(rint(x / scale) + zp, -128, 127)): numpy's
-divide, rint, add, clip and cast are five passes (0.08 ms, 1x3x224x224); onnxruntime's
-QuantizeLinear divides, rounds half to even and saturates in one (tests/perf: the same int8
-values, ties, infinities and out-of-range values included). numpy's cast of a NaN is
-undefined, onnxruntime's another value.
+float32 -> int8 (an int8 model's input, model/numerics.quantize: float32 division, half to
+even, + zp, saturation): numpy's divide, rint, add, clip and cast are five passes (0.08 ms,
+1x3x224x224); onnxruntime's QuantizeLinear divides, rounds half to even and saturates in one
+(tests/perf: the same int8 values, ties, infinities and out-of-range values included).
+numpy's cast of a NaN is undefined, onnxruntime's another value.
 
 So an array holding a NaN keeps numpy's conversion, and stored bits stay what they were. Small
 arrays keep numpy's too (a session call costs more than it saves).
@@ -79,5 +79,5 @@ def to_float16(src: np.ndarray, out: np.ndarray) -> None:
 
 
 def quantize_int8(src: np.ndarray, scale: float, zp: int, out: np.ndarray) -> None:
-    """out[...] = clamp(rint(src / float32(scale)) + zp, -128, 127) (out int8, `fits`)."""
+    """out[...] = numerics.quantize(src, scale, zp) by onnxruntime (out int8, `fits`)."""
     _run("quantize", src, out, {"scale": np.array(scale, np.float32), "zp": np.array(zp, np.int8)})

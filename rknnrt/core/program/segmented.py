@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ...model import numerics
 from ...model.meta import ModelMeta, TensorSpec
 from ..board import segmented_table
 from ..errors import MODEL_INVALID, RknnError
@@ -114,26 +115,12 @@ def _conversion(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto]) ->
 
 def _converter(kind: str, src: np.ndarray, dst: np.ndarray, scale: Any, zp: Any) -> Callable:
     """A call that writes `dst` from `src` as the conversion node would (onnxruntime's
-    rounding: half to even; int8 saturation)."""
+    rules: float32 division, half to even, saturation to dst's type; model/numerics.py)."""
     if kind == "DequantizeLinear":
-
-        def dequantize() -> None:
-            np.subtract(src, zp, out=dst, casting="unsafe")
-            np.multiply(dst, scale, out=dst)
-
-        return dequantize
+        return lambda: numerics.dequantize(src, scale, zp, out=dst)
     if kind == "QuantizeLinear":
         work = np.empty(src.shape, np.float32)
-        info = np.iinfo(dst.dtype)
-
-        def quantize() -> None:
-            np.divide(src, scale, out=work)
-            np.rint(work, out=work)
-            np.add(work, zp, out=work)
-            np.clip(work, info.min, info.max, out=work)
-            np.copyto(dst, work, casting="unsafe")
-
-        return quantize
+        return lambda: numerics.quantize(src, scale, zp, work=work, out=dst)
     return lambda: np.copyto(dst, src, casting="unsafe")
 
 

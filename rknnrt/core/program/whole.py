@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ...model import dtypes
 from ...model.errors import ModelFormatError
 from ...model.meta import ModelMeta, TensorSpec
 from ...sessions import factory, policies
@@ -96,7 +97,7 @@ class Program:
             dims = [d for d in node.shape]
             fixed = [(a, b) for a, b in zip(dims, spec.shape) if isinstance(a, int)]
             if (
-                node.type != _ORT_TYPES.get(spec.dtype)
+                node.type != dtypes.BY_NAME[spec.dtype].ort
                 or len(dims) != len(spec.shape)
                 or any(a != b for a, b in fixed)
             ):
@@ -154,14 +155,6 @@ def _fp16_blocked(meta: ModelMeta, graph: bytes, weights_given: tuple) -> bytes 
         return fp16_layout.blocked_program(graph, open_program, weights_given)
     except Exception:  # onnx and onnxruntime raise several types; the plain path decides
         return None
-
-
-_ORT_TYPES = {
-    "float32": "tensor(float)", "float16": "tensor(float16)", "int8": "tensor(int8)",
-    "uint8": "tensor(uint8)", "int16": "tensor(int16)", "uint16": "tensor(uint16)",
-    "int32": "tensor(int32)", "uint32": "tensor(uint32)", "int64": "tensor(int64)",
-    "bool": "tensor(bool)",
-}  # fmt: skip
 
 
 def address_of(array: np.ndarray) -> int:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import dtypes
 from . import literal
 from .flatbuf import Table, VendorFormatError
 
@@ -23,8 +24,9 @@ MINI_FORMAT_VERSION = 0x1004  # rv1103/rv1106 "mini" files: not a FlatBuffer
 MAX_JSON = 1 << 20
 
 # Tensor field 0: ONNX TensorProto data type codes.
-ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
-               7: "int64", 9: "bool", 10: "float16", 12: "uint32", 13: "uint64"}  # fmt: skip
+ONNX_DTYPES = {t.onnx: t.name for t in dtypes.named(
+    "float32", "uint8", "int8", "uint16", "int16", "int32", "int64", "bool", "float16", "uint32",
+    "uint64")}  # fmt: skip
 # Tensor field 2: what the tensor is.
 KIND_INPUT, KIND_OUTPUT, KIND_FEATURE, KIND_CONST_NPU, KIND_CONST_CPU = 1, 2, 3, 4, 5
 KIND_CONST_AUX, KIND_REGCMD, KIND_TASKS = 8, 9, 10

@@ -16,6 +16,7 @@ import onnx
 from onnx import TensorProto
 from onnx import helper as oh
 
+from .. import dtypes, numerics
 from . import int8, weights, window_ops
 from .fileformat import CONST_KINDS, Node, Tensor, VendorModel
 from .flatbuf import VendorFormatError
@@ -25,10 +26,9 @@ EXTERNAL_MIN_BYTES = 4096
 # NPU formats whose weight packing was checked against the vendor simulator (fixtures).
 VERIFIED_PACKINGS = ("RKNPU v2", "RKNPU lite", "RKNPU f2")
 WEIGHT_LOCATION = "@weights"  # as rknnrt's converter names its weights section
-_ONNX_TYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16,
-               "int8": TensorProto.INT8, "uint8": TensorProto.UINT8,
-               "int16": TensorProto.INT16, "int32": TensorProto.INT32,
-               "int64": TensorProto.INT64}  # fmt: skip
+# IO types a rebuilt graph may have (model/dtypes.py: their ONNX numbers).
+_IO_TYPES = ("float32", "float16", "int8", "uint8", "int16", "int32", "int64")
+_ONNX_TYPES = {t.name: t.onnx for t in dtypes.named(*_IO_TYPES)}
 # Conv attribute slots (ONNX names in alphabetical order; pooling: window_ops.py).
 CONV_DILATIONS, CONV_GROUP, CONV_KERNEL, CONV_PADS, CONV_STRIDES = 1, 2, 3, 4, 5
 AXIS = 0  # Concat, Split, exSoftmax13
@@ -107,7 +107,7 @@ class GraphBuilder:
                 )
             array = self.m.const(t).astype(np.float32)
             if t.qnt_type == "int8" and t.scale:  # a quantised constant: its real values
-                array = (array - (t.zp[0] if t.zp else 0)) * np.float32(t.scale[0])
+                array = numerics.dequantize(array, t.scale[0], t.zp[0] if t.zp else 0)
             if t.shape and array.size >= int(np.prod(t.shape)):
                 array = array[: int(np.prod(t.shape))].reshape(t.shape)
             self.values[t.index] = self.const(array, "const")

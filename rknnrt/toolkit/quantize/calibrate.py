@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
+from ...model import numerics
 from ..errors import ConversionError
 from ..probe import probe_session
 
@@ -26,12 +27,10 @@ class QParams:
 def asymmetric(lo: float, hi: float) -> QParams:
     """The vendor's 'normal' formula: scale = (max - min) / 255, zp = -128 - round(min / scale),
     over a range widened to hold 0."""
-    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    lo, hi = numerics.widened(lo, hi)
     if hi - lo < 1e-12:
         return QParams(1.0 / 255, -128)
-    scale = (hi - lo) / 255.0
-    zp = int(np.clip(-128 - np.round(lo / scale), -128, 127))
-    return QParams(scale, zp)
+    return QParams(*numerics.affine_params(lo, hi))
 
 
 class _Histogram:
@@ -86,8 +85,8 @@ class _Histogram:
 
         def error(a: float, b: float) -> float:
             qp = asymmetric(a, b)
-            q = np.clip(np.round(values / qp.scale) + qp.zp, -128, 127)
-            return float(np.mean(((q - qp.zp) * qp.scale - values) ** 2))
+            on_grid = numerics.fake_quantize(values, qp.scale, qp.zp)
+            return float(np.mean((on_grid - values) ** 2))
 
         ratios = np.geomspace(1.0, 0.01, 48)
         best = error(lo, hi)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import onnx
 
+from ...model import numerics
 from ..probe import cosine, probe_session
 from .graph import at_least_opset
 from .program import QuantizedProgram
@@ -42,12 +43,12 @@ def tensor_cosines(
         for name, x in feed.items():
             if program_inputs.get(name) == onnx.TensorProto.INT8:
                 scale, zp = quantized.io_qparams[name]
-                x = np.clip(np.round(x / scale) + zp, -128, 127).astype(np.int8)
+                x = numerics.quantize(x, scale, zp)
             qfeed[name] = x
         for name, f, q in zip(names, float_run.run(names, feed), quant_run.run(in_program, qfeed)):
             if q.dtype == np.int8:
                 scale, zp = quantized.tensor_qparams[name]
-                q = (q.astype(np.float32) - zp) * scale
+                q = numerics.dequantize(q, scale, zp)
             sums[name] += cosine(f, q)
     return {name: total / len(samples) for name, total in sums.items()}
 

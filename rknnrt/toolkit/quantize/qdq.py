@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ...model import numerics
 from .calibrate import QParams
 from .graph import (
     _QUANT_WEIGHT_OPS,
@@ -180,7 +181,8 @@ def _quantize_weights(node, inits, qparams, per_channel, const, head, symmetric=
         bias_scale = (in_qp.scale * scale).astype(np.float32)
         if not per_channel:
             bias_scale = np.full(bias.shape, bias_scale[0], np.float32)
-        bq = np.clip(np.round(bias / bias_scale), -(2**31), 2**31 - 1).astype(np.int32)
+        bq = numerics.quantize(bias, bias_scale, division=numerics.FLOAT64_DIVISION,
+                               dtype=np.int32)  # fmt: skip
         bs = const(f"{bias_name}__bscale", bias_scale)
         bz = const(f"{bias_name}__bzp", np.zeros(bias.shape, np.int32))
         bqn = const(f"{bias_name}__q", bq)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...model import numerics
 from .calibrate import asymmetric
 
 
@@ -49,9 +50,8 @@ def quantize_weight(w: np.ndarray, scale: np.ndarray, zp: np.ndarray, axis: int)
     of Inception v1's 6.0 M (14), so the simulator, not the file, is the reference here."""
     shape = [1] * w.ndim
     shape[axis] = -1
-    s = scale.astype(np.float32).reshape(shape)
-    q = np.round(np.asarray(w, np.float32) / s) + zp.reshape(shape).astype(np.float32)
-    return np.clip(q, -128, 127).astype(np.int8)
+    return numerics.quantize(w, scale.reshape(shape), zp.reshape(shape),
+                             division=numerics.FLOAT32_DIVISION)  # fmt: skip
 
 
 # Vendor rule: a tensor read only by Sigmoid is calibrated within [-7, 7]. Measured
