@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, replace
+from math import prod
 
 import numpy as np
 
 from ...model.meta import ModelMeta
-from .. import log, platforms
-from ..errors import FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
+from .. import log, platforms, switches
+from ..errors import FAIL, MALLOC_FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
 from ..io import memory
 from ..io.plans import InputPlan, OutputPlan
 from ..program import placement, whole
@@ -94,6 +95,29 @@ def _read_file(path: str, offset: int, length: int) -> memoryview:
     return memoryview(data)
 
 
+def _check_resources(graph: bytes, meta: ModelMeta) -> None:
+    """Every tensor bounded before anything runs (model/op_rules.py): at the specs' shapes and
+    at the dynamic shape set with the most input elements; their sum within the budget."""
+    from ...model import op_rules
+
+    candidates = [[spec.shape for spec in meta.inputs]]
+    if meta.input_shape_sets:
+        candidates.append(max(meta.input_shape_sets, key=lambda s: sum(map(prod, s))))
+    bound = op_rules.tensor_bound(meta)
+    for shapes in candidates:
+        try:
+            need = op_rules.planned_bytes(graph, tuple(map(tuple, shapes)), bound)
+        except op_rules.ModelFormatError as exc:
+            raise RknnError(MODEL_INVALID, str(exc)) from None
+        budget = switches.memory_budget_bytes()
+        if need > budget:
+            raise RknnError(
+                MALLOC_FAIL,
+                f"the model's tensors need up to {need} bytes, more than the memory budget "
+                f"of {budget} bytes ({switches.MEMORY_BUDGET_MB.name})",
+            )
+
+
 class Model:
     """Everything read from one model file; shared by a context and its duplicates.
 
@@ -109,6 +133,7 @@ class Model:
             self.meta = ModelMeta.from_json(sections.metadata, len(sections.weights))
         except container.ModelFormatError as exc:
             raise RknnError(MODEL_INVALID, str(exc)) from None
+        _check_resources(bytes(sections.graph), self.meta)
         try:
             self.platform = platforms.get(self.meta.target_platform)
         except KeyError:
