@@ -20,6 +20,7 @@ from . import perf_cli
 from .capi import sdk as capi_sdk
 from .core import registry
 from .evaluation import commands as evaluation_commands
+from .model import files
 from .toolkit import RKNN, convert_cmd, samples
 
 _NP_TYPES = {
@@ -65,8 +66,7 @@ def _load(path: str | None, target: str) -> tuple[bytes, str]:
                         "RGB"), "bundled default CNN"  # fmt: skip
     if path.lower().endswith(".onnx"):
         return _convert(path, target), f"{path} (converted for {target})"
-    with open(path, "rb") as f:
-        return f.read(), path
+    return files.read_bytes(path), path
 
 
 class Session:

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import api as rk
 from .api.marshal import log_error, log_muted
+from .model import files
 
 _TYPES = {
     np.dtype(np.float32): rk.RKNN_TENSOR_FLOAT32, np.dtype(np.float16): rk.RKNN_TENSOR_FLOAT16,
@@ -54,8 +55,7 @@ class RKNNLite:
             self._model = bytes(path)
             return 0
         try:
-            with open(path, "rb") as f:
-                self._model = f.read()
+            self._model = files.read_bytes(path)
         except OSError as exc:
             log_error(f"load_rknn: cannot read {os.fspath(path)!r}: {exc}")
             return -1

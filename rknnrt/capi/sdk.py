@@ -17,6 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..model import files
 from .build import LIBRARY, BuildError, build_library, missing_requirements
 from .signatures import HEADERS, INCLUDE_DIR
 
@@ -89,10 +90,10 @@ def write_sdk(out: Path | str, force_build: bool = False) -> Path:
     staged.chmod(0o755)
     staged.replace(root / "lib" / LIBRARY)  # a running program keeps its mapped old copy
     values = {"prefix": root, "version": __version__, "api": API_VERSION, "library": LIBRARY}
-    (root / "lib/pkgconfig/rknnrt.pc").write_text(_PC.format(**values))
-    (root / "lib/cmake/rknnrt/rknnrtConfig.cmake").write_text(_CONFIG.format(**values))
-    (root / "lib/cmake/rknnrt/rknnrtConfigVersion.cmake").write_text(
-        _CONFIG_VERSION.format(**values)
+    files.write_atomic(root / "lib/pkgconfig/rknnrt.pc", _PC.format(**values))
+    files.write_atomic(root / "lib/cmake/rknnrt/rknnrtConfig.cmake", _CONFIG.format(**values))
+    files.write_atomic(
+        root / "lib/cmake/rknnrt/rknnrtConfigVersion.cmake", _CONFIG_VERSION.format(**values)
     )
     return root
 
