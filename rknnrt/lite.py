@@ -171,10 +171,19 @@ class RKNNLite:
         if not self._ctx.value:
             log_error("inference: runtime not initialised; call init_runtime first")
             return None
+        if inputs is None:
+            log_error("inference: inputs is None; give one array per model input")
+            return None
         try:
             arrays, fmts = self._prepare(inputs, data_format)
             if self._dynamic:
                 self._choose_shapes(arrays, fmts)
+            for i, x in enumerate(arrays if not self._dynamic else ()):
+                want = self._attr(rk.RKNN_QUERY_INPUT_ATTR, i)  # never silently cut or padded
+                if x.size != want.n_elems:
+                    dims = list(want.dims[: want.n_dims])
+                    raise ValueError(f"input {i} has {x.size} values {list(x.shape)}, the model "
+                                     f"wants {want.n_elems} {dims}")  # fmt: skip
         except ValueError as exc:
             log_error(f"inference: {exc}")
             return None
