@@ -73,6 +73,10 @@ SIZED_BY_VALUE = frozenset(
 TENSOR_FACTOR = 16  # a float32 program holds int8 tensors as float: 4x, and room for layouts
 MIN_TENSOR_BOUND = 64 << 20  # so small models with tiny declared memory keep ordinary shapes
 _ITEMSIZE = {onnx.TensorProto.STRING: 8, onnx.TensorProto.BOOL: 1}
+_CAST_TYPES = frozenset(
+    v for k, v in onnx.TensorProto.DataType.items() if k not in ("UNDEFINED", "STRING")
+)
+_AXIS_OPS = ("QuantizeLinear", "DequantizeLinear")
 
 
 def check_ops(model: onnx.ModelProto) -> None:
@@ -89,6 +93,10 @@ def check_ops(model: onnx.ModelProto) -> None:
             raise ModelFormatError(
                 f"{where}: operator {domain}{node.op_type} is not one a model may use"
             )
+        if node.op_type == "Cast":
+            to = next((a.i for a in node.attribute if a.name == "to"), 0)
+            if to not in _CAST_TYPES:  # onnxruntime loads Cast to=0 and fails every run
+                raise ModelFormatError(f"{where}: 'to' {to} is not a tensor type")
 
 
 def _itemsize(elem_type: int) -> int:
@@ -141,18 +149,25 @@ def _planned(graph: bytes, shapes: tuple[tuple[int, ...], ...], bound: int) -> i
     model = onnx.ModelProto()
     model.ParseFromString(graph)  # graph_rules.check_graph parsed these bytes already
     probe = _fixed_inputs(model, [list(s) for s in shapes])
-    try:
-        inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=False, data_prop=True)
+    try:  # strict: a shape that contradicts the graph (a Reshape to a wrong count) is refused
+        inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=True, data_prop=True)
     except Exception as exc:  # onnx reports inference failures with several types
-        raise ModelFormatError(f"the graph's shapes cannot be inferred: {exc}") from None
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc)
+        raise ModelFormatError(f"the graph's shapes are inconsistent: {first}") from None
     typed: dict[str, tuple[int, list[int | None]]] = {}
     for vi in (*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output):
         t = vi.type.tensor_type
         if t.HasField("shape"):
             dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
             typed[vi.name] = (t.elem_type, dims)
+    constants = {t.name: list(t.dims) for t in model.graph.initializer}
     total = 0
     for index, node in enumerate(model.graph.node):
+        if node.op_type in _AXIS_OPS and len(node.input) > 1:
+            scale = constants.get(node.input[1], typed.get(node.input[1], (0, None))[1])
+            if scale and prod(d or 1 for d in scale) > 1:  # per-axis: the axis is used
+                x = node.input[0]
+                _check_axis(node, constants.get(x, typed.get(x, (0, None))[1]), index)
         for name in node.output:
             if not name:
                 continue
@@ -173,3 +188,15 @@ def _planned(graph: bytes, shapes: tuple[tuple[int, ...], ...], bound: int) -> i
                 )
             total += size
     return total
+
+
+def _check_axis(node: onnx.NodeProto, dims: list[int | None] | None, index: int) -> None:
+    """A per-axis (de)quantisation's axis lies inside its input's rank (onnxruntime loads
+    axis -2^62 and fails every run)."""
+    axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+    rank = len(dims) if dims is not None else None
+    if rank is not None and rank > 0 and not -rank <= axis < rank:
+        raise ModelFormatError(
+            f"node '{node.name or f'#{index}'}' ({node.op_type}): axis {axis} is outside the "
+            f"input's {rank} dims"
+        )

@@ -113,3 +113,49 @@ def test_allow_list_covers_the_converter_and_the_vendor_reader() -> None:
     assert len(emitted) > 15
     assert emitted <= op_rules.ALLOWED_OPS, emitted - op_rules.ALLOWED_OPS
     assert not {"Loop", "If", "Scan"} & op_rules.ALLOWED_OPS
+
+
+def _edit_node(op_type: str, edit, per_axis: bool = False):
+    def graph(model: onnx.ModelProto) -> None:
+        sizes = {t.name: int(np.prod(t.dims)) for t in model.graph.initializer}
+        node = next(n for n in model.graph.node if n.op_type == op_type
+                    and (not per_axis or sizes.get(n.input[1], 1) > 1))  # fmt: skip
+        edit(node, model)
+
+    return graph
+
+
+def _set_attr(name: str, value: int):
+    def edit(node: onnx.NodeProto, model: onnx.ModelProto) -> None:
+        for a in node.attribute:
+            if a.name == name:
+                a.i = value
+                return
+        node.attribute.append(onnx.helper.make_attribute(name, value))
+
+    return edit
+
+
+def _bad_reshape(node: onnx.NodeProto, model: onnx.ModelProto) -> None:
+    """The Flatten becomes a Reshape to one value too many (a rebuilt vendor graph's fault)."""
+    from onnx import numpy_helper
+
+    node.op_type = "Reshape"
+    del node.attribute[:]
+    model.graph.initializer.append(numpy_helper.from_array(np.array([1, 12345], np.int64), "bad"))
+    node.input.append("bad")
+
+
+def test_files_that_would_fail_every_run_fail_at_init(three_models, capfd) -> None:
+    """Issue 27 item 11: attribute and shape faults that onnxruntime loads and then refuses on
+    every rknn_run are refused by rknn_init."""
+    cases = {
+        "cast-to-0": ("float16", _edit_node("Cast", _set_attr("to", 0)), "'to' 0"),
+        "dq-axis": ("int8", _edit_node("DequantizeLinear", _set_attr("axis", -(2**62)), True),
+                    "axis"),
+        "reshape": ("float32", _edit_node("Flatten", _bad_reshape), "inconsistent"),
+    }  # fmt: skip
+    for name, (model, edit, words) in cases.items():
+        blob = rebuild(three_models[model], graph=edit)
+        assert init_status(blob) == rk.RKNN_ERR_MODEL_INVALID, name
+        assert words in capfd.readouterr().err, name
