@@ -49,7 +49,8 @@ class _Session:
             if self.address:
                 self.ray.init(address=self.address, **kwargs)
             else:
-                # a local cluster is this user's alone: it listens on loopback only
+                # a local cluster is this user's alone: its node address is loopback (Ray binds
+                # its gRPC servers to every interface regardless; docs/evaluation.md)
                 self.ray.init(num_cpus=self.cpus, _node_ip_address=LOOPBACK, **kwargs)
             self.started = True
         return self.ray
