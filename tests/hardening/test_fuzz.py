@@ -8,12 +8,13 @@ with a memory cap. No case may crash, hang, let an exception escape rknn_init, p
 stdout or fail with anything but RKNN_ERR_MODEL_INVALID; an accepted file whose checksums were
 left alone must compute exactly what the original computes.
 
-The suite runs 15,000 cases (slow, ~12 minutes on two cores) and a 50-case smoke test.
+The suite runs 4,000 cases (slow, ~3 minutes on two cores: vendor files carry no checksum, so
+most of their mutations are parsed, rebuilt, initialised and run) and a 50-case smoke test.
 Measured (seed 11, 3,000 cases, 2 workers, ~2.5 min): 943 accepted, 2,054 refused, 3 empty;
 893 vendor-field cases and 81 resource bombs among them; no crash, hang, stdout, escaped
 exception or wrong status.
-For a release run:
-    RKNNRT_FUZZ_CASES=50000 python -m pytest tests/hardening/test_fuzz.py -m slow
+For a release run (>= 50,000 cases, ~40 minutes on two cores):
+    RKNNRT_FUZZ_CASES=50000 python -m pytest tests/hardening/test_fuzz.py -m slow -s
 (RKNNRT_FUZZ_SEED changes the seed; a failing case replays with fuzz_cases.mutate.)
 """
 
@@ -111,7 +112,7 @@ def test_fuzz_smoke(three_models, tmp_path) -> None:
 
 @pytest.mark.slow
 def test_fuzz_model_loading(three_models, tmp_path) -> None:
-    cases = int(os.environ.get("RKNNRT_FUZZ_CASES", "15000"))
+    cases = int(os.environ.get("RKNNRT_FUZZ_CASES", "4000"))
     tally = _fuzz(three_models, tmp_path, cases=cases, workers=2)
     print(f"fuzz: {cases} cases, {dict(sorted(tally.items()))}")  # the figures for docs
     assert tally["accepted"] > 0 and tally["refused"] > cases // 2
