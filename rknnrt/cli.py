@@ -193,7 +193,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     blob, name = _load(args.model, args.target)
     s = Session(blob)
     if args.input:
-        arrays = [np.ascontiguousarray(np.load(p, allow_pickle=False)) for p in args.input]
+        arrays = []
+        for p in args.input:
+            with files.open_regular(p) as f:
+                arrays.append(np.ascontiguousarray(np.load(f, allow_pickle=False)))
     elif args.model is None:
         arrays = [samples.default_input()]
     else:

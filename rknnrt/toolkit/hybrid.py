@@ -171,7 +171,7 @@ def write_model(path: str, model: onnx.ModelProto, config: dict[str, Any]) -> No
 
 def read_model(path: str) -> tuple[onnx.ModelProto, dict[str, Any] | None]:
     try:
-        model = onnx.load(path)
+        model = onnx.load_model_from_string(files.read_bytes(path))
     except Exception as exc:  # protobuf and OS errors
         raise ConversionError(f"cannot read hybrid model {path!r}: {exc}") from None
     config = None
@@ -192,7 +192,7 @@ def write_data(path: str, samples: Sequence[Sequence[np.ndarray]]) -> None:
 
 def read_data(path: str, n_inputs: int) -> list[list[np.ndarray]]:
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with files.open_regular(path) as f, np.load(f, allow_pickle=False) as data:
             count = len(data.files) // max(n_inputs, 1)
             return [[data[f"s{k}_i{i}"] for i in range(n_inputs)] for k in range(count)]
     except (OSError, ValueError, KeyError) as exc:

@@ -25,11 +25,21 @@ TIMEOUT_S = 60  # every refusal is immediate; this only keeps a regression from 
 def _no_hang(call, *args):
     """call(*args) in a thread; fail (instead of hanging) when it does not return."""
     result: list = []
-    thread = threading.Thread(target=lambda: result.append(call(*args)), daemon=True)
+
+    def target() -> None:
+        try:
+            result.append((call(*args), None))
+        except Exception as exc:  # re-raised in the caller's thread
+            result.append((None, exc))
+
+    thread = threading.Thread(target=target, daemon=True)
     thread.start()
     thread.join(TIMEOUT_S)
     assert not thread.is_alive(), f"{call} hung on a FIFO"
-    return result[0]
+    value, error = result[0]
+    if error is not None:
+        raise error
+    return value
 
 
 @pytest.fixture
@@ -73,6 +83,14 @@ def test_every_reader_refuses_special_files(fifo, tmp_path) -> None:
     )
     with pytest.raises(files.NotRegularFile, match="a folder"):
         files.read_bytes(tmp_path)
+    from rknnrt.evaluation.data import DatasetError, read_labels
+    from rknnrt.toolkit import hybrid
+    from rknnrt.toolkit.errors import ConversionError
+
+    with pytest.raises(DatasetError, match="FIFO"):
+        _no_hang(read_labels, str(fifo))
+    with pytest.raises(ConversionError, match="FIFO"):
+        _no_hang(hybrid.read_data, str(fifo), 1)
 
 
 def test_write_atomic_keeps_the_previous_file_when_writing_fails(tmp_path, monkeypatch) -> None:

@@ -5,12 +5,12 @@ metadata, the platform and the IO plans. A Model is shared by a context and its 
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, replace
 from math import prod
 
 import numpy as np
 
+from ...model import files
 from ...model.meta import ModelMeta
 from .. import log, platforms, switches
 from ..errors import FAIL, MALLOC_FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
@@ -62,18 +62,16 @@ def read_model_bytes(source: memoryview | str | os.PathLike, size: int,
 
 
 def _read_file(path: str, offset: int, length: int) -> memoryview:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:  # the package's one reader: a FIFO, device or folder is refused before any read
+        f = files.open_regular(path, "rb")
+    except files.NotRegularFile:
+        raise RknnError(
+            PARAM_INVALID, f"model file {path!r} is not a regular file (a device, FIFO or folder)"
+        ) from None
     except OSError as exc:
         raise RknnError(FAIL, f"open model file {path!r} failed: {exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise RknnError(
-                PARAM_INVALID,
-                f"model file {path!r} is not a regular file (a device, FIFO or folder)",
-            )
-        size = info.st_size
+    with f:
+        size = os.fstat(f.fileno()).st_size
         if offset + length > size or offset > size:
             raise RknnError(
                 PARAM_INVALID,
@@ -87,11 +85,8 @@ def _read_file(path: str, offset: int, length: int) -> memoryview:
                 f"model file {path!r}: {wanted} bytes is more than any model ({MAX_MODEL_BYTES} "
                 "bytes at most); not read",
             )
-        os.lseek(fd, offset, os.SEEK_SET)
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(wanted)
-    finally:
-        os.close(fd)
+        f.seek(offset)
+        data = f.read(wanted)
     return memoryview(data)
 
 
