@@ -20,7 +20,7 @@ from .capi import sdk as capi_sdk
 from .client import Client, ClientError
 from .core import registry
 from .evaluation import commands as evaluation_commands
-from .model import dtypes
+from .model import dtypes, files
 from .model.targets import DEFAULT_PLATFORM
 from .toolkit import RKNN, convert_cmd, samples
 
@@ -65,8 +65,7 @@ def _load(path: str | None, target: str) -> tuple[bytes, str]:
                         "RGB"), "bundled default CNN"  # fmt: skip
     if path.lower().endswith(".onnx"):
         return _convert(path, target), f"{path} (converted for {target})"
-    with open(path, "rb") as f:
-        return f.read(), path
+    return files.read_bytes(path), path
 
 
 class Session(Client):
@@ -141,7 +140,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     blob, name = _load(args.model, args.target)
     s = Session(blob)
     if args.input:
-        arrays = [np.ascontiguousarray(np.load(p, allow_pickle=False)) for p in args.input]
+        arrays = []
+        for p in args.input:
+            with files.open_regular(p) as f:
+                arrays.append(np.ascontiguousarray(np.load(f, allow_pickle=False)))
     elif args.model is None:
         arrays = [samples.default_input()]
     else:

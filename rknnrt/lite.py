@@ -20,7 +20,7 @@ import numpy as np
 from . import api as rk
 from .api.marshal import log_error
 from .client import Client, ClientError
-from .model import dtypes
+from .model import dtypes, files
 
 # numpy dtype -> rknn_tensor_type of the types inference() passes as they are
 _TYPES = {t.numpy: t.rknn for t in dtypes.named(
@@ -52,8 +52,7 @@ class RKNNLite:
             self._model = bytes(path)
             return 0
         try:
-            with open(path, "rb") as f:
-                self._model = f.read()
+            self._model = files.read_bytes(path)
         except OSError as exc:
             log_error(f"load_rknn: cannot read {os.fspath(path)!r}: {exc}")
             return -1
@@ -157,8 +156,17 @@ class RKNNLite:
         if client is None:
             log_error("inference: runtime not initialised; call init_runtime first")
             return None
+        if inputs is None:
+            log_error("inference: inputs is None; give one array per model input")
+            return None
         try:
             arrays, fmts = self._prepare(inputs, data_format)
+            for i, x in enumerate(arrays if not client.dynamic else ()):
+                want = client.inputs[i]  # never silently cut or padded
+                if x.size != want.n_elems:
+                    dims = list(want.dims[: want.n_dims])
+                    raise ValueError(f"input {i} has {x.size} values {list(x.shape)}, the model "
+                                     f"wants {want.n_elems} {dims}")  # fmt: skip
         except ValueError as exc:
             log_error(f"inference: {exc}")
             return None

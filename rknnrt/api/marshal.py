@@ -183,7 +183,9 @@ def model_bytes(model: Any, size: int) -> memoryview | str | os.PathLike:
         if isinstance(model, (str, os.PathLike)):
             return model
         if isinstance(model, ctypes.c_char_p) and model.value:
-            return model.value.decode()
+            return os.fsdecode(model.value)
+        if isinstance(model, bytes) and model.split(b"\0", 1)[0]:
+            return os.fsdecode(model.split(b"\0", 1)[0])  # a C string: up to its NUL
         raise RknnError(PARAM_INVALID, "size is 0, so model must be a file path")
     if model is None:
         raise RknnError(PARAM_INVALID, "model is NULL")

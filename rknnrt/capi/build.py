@@ -208,7 +208,7 @@ def _compile(source: Path, output: Path) -> None:
     libdir, libname = lib
     # Export the header's functions only; cffi calls its module init directly, by address.
     exports = source.with_suffix(".map")
-    exports.write_text("{ global: rknn_*; local: *; };\n")
+    exports.write_text("{ global: rknn_*; local: *; };\n")  # atomic: the build's own folder
     command = [
         cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-pthread",
         f"-I{INCLUDE_DIR}", f"-I{sysconfig.get_paths()['include']}",

@@ -22,6 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..model import files
 from .build import LIBRARY, BuildError, build_library, missing_requirements
 from .rga_build import RGA_HEADERS, RGA_INCLUDE, SHARED, STATIC, build_rga
 from .sdk_layouts import LAYOUTS, write_layout
@@ -143,14 +144,14 @@ def write_sdk(out: Path | str, force_build: bool = False, layout: str = "sdk") -
         staged.replace(root / "lib" / name)  # a running program keeps its mapped old copy
     values = {"prefix": root, "version": __version__, "api": API_VERSION, "library": LIBRARY,
               "rga_api": RGA_API_VERSION, "shared": SHARED}  # fmt: skip
-    (root / "lib/pkgconfig/rknnrt.pc").write_text(_PC.format(**values))
-    (root / "lib/pkgconfig/librga.pc").write_text(_RGA_PC.format(**values))
-    (root / "lib/cmake/rknnrt/rknnrtConfig.cmake").write_text(_CONFIG.format(**values))
-    (root / "lib/cmake/rknnrt/rknnrtConfigVersion.cmake").write_text(
+    files.write_atomic(root / "lib/pkgconfig/rknnrt.pc", _PC.format(**values))
+    files.write_atomic(root / "lib/pkgconfig/librga.pc", _RGA_PC.format(**values))
+    files.write_atomic(root / "lib/cmake/rknnrt/rknnrtConfig.cmake", _CONFIG.format(**values))
+    files.write_atomic(root / "lib/cmake/rknnrt/rknnrtConfigVersion.cmake",
         _CONFIG_VERSION.format(**values)
     )
-    (root / "lib/cmake/rga/rgaConfig.cmake").write_text(_RGA_CONFIG.format(**values))
-    (root / "lib/cmake/rga/rgaConfigVersion.cmake").write_text(
+    files.write_atomic(root / "lib/cmake/rga/rgaConfig.cmake", _RGA_CONFIG.format(**values))
+    files.write_atomic(root / "lib/cmake/rga/rgaConfigVersion.cmake",
         _CONFIG_VERSION.format(**{**values, "api": RGA_API_VERSION})
     )
     return root

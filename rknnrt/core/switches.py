@@ -61,8 +61,19 @@ FP16_BLOCKED = Switch(
     "0 runs a float16 program's roundings where the toolkit wrote them instead of inside "
     "onnxruntime's blocked layout (core/fp16_layout.py: same outputs, slower; read at rknn_init)",
 )  # fmt: skip
+MEMORY_BUDGET_MB = Switch(
+    "RKNNRT_MEMORY_BUDGET_MB", "8192",
+    "the most memory one model's tensors may need (the sum of every tensor's size at the "
+    "largest input shapes, without reuse); a model that needs more fails rknn_init with "
+    "RKNN_ERR_MALLOC_FAIL (read at rknn_init; 0 or malformed: the default)",
+)  # fmt: skip
+RUN_TIMEOUT_MS = Switch(
+    "RKNNRT_RUN_TIMEOUT_MS", "600000",
+    "the longest one inference may compute: a longer one is cancelled and its rknn_run "
+    "returns RKNN_ERR_TIMEOUT (read at each run; 0 or malformed: the default)",
+)  # fmt: skip
 TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
-         FP16_BLOCKED)  # fmt: skip
+         FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS)  # fmt: skip
 
 
 # Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
@@ -149,3 +160,13 @@ def fp16_blocked() -> bool:
 def call_wait_ms() -> int:
     value = integer(CALL_WAIT_MS, 60000)
     return value if value is not None and value > 0 else 60000
+
+
+def memory_budget_bytes() -> int:
+    value = integer(MEMORY_BUDGET_MB, 8192)
+    return (value if value is not None and value > 0 else 8192) << 20
+
+
+def run_timeout_ms() -> int:
+    value = integer(RUN_TIMEOUT_MS, 600000)
+    return value if value is not None and value > 0 else 600000

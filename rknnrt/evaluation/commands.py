@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from ..model import files
 from .data import DatasetError, list_samples
 from .evaluate import add_drift, evaluate
 from .metrics import load_metric
@@ -100,8 +101,7 @@ def _emit(payload: Any, target: str | None) -> None:
     if target == "-":
         print(text)
     else:
-        with open(target, "w") as f:
-            f.write(text + "\n")
+        files.write_atomic(target, text + "\n")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model import files
 from ..toolkit.images import is_image_path, load_image
 
 SAMPLE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".npy")
@@ -42,7 +43,7 @@ def list_samples(
         groups = [(os.path.join(data, n),) for n in names]
     elif os.path.isfile(data):
         base = os.path.dirname(os.path.abspath(data))
-        with open(data) as f:
+        with files.open_regular(data, "r") as f:
             groups = [
                 tuple(p if os.path.isabs(p) else os.path.join(base, p) for p in line.split())
                 for line in f
@@ -67,7 +68,7 @@ def list_samples(
 def read_labels(path: str | os.PathLike) -> dict[str, int]:
     labels: dict[str, int] = {}
     try:
-        with open(path) as f:
+        with files.open_regular(path, "r") as f:
             for number, line in enumerate(f, 1):
                 fields = line.split()
                 if not fields or fields[0].startswith("#"):
@@ -106,7 +107,8 @@ def decode(sample: Sample, inputs: Sequence[InputSpec]) -> list[np.ndarray]:
             array = load_image(path, size=(h, w))[None]
         elif path.lower().endswith(".npy"):
             try:
-                array = np.load(path, allow_pickle=False)
+                with files.open_regular(path) as f:
+                    array = np.load(f, allow_pickle=False)
             except (OSError, ValueError) as exc:
                 raise DatasetError(f"cannot read {path!r}: {exc}") from None
             if array.size == int(np.prod(spec.dims)) and array.ndim == len(spec.dims) - 1:

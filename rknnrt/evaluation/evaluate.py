@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..model import files
 from . import engine, report
 from .data import Sample, decode, list_samples, to_nchw
 from .engine import EvalJob, Progress, Record
@@ -33,8 +34,7 @@ class EvalResult:
 def _read(model: str | os.PathLike | bytes) -> bytes:
     if isinstance(model, (bytes, bytearray, memoryview)):
         return bytes(model)
-    with open(model, "rb") as f:
-        return f.read()
+    return files.read_bytes(model)
 
 
 def evaluate(
@@ -115,7 +115,7 @@ def add_drift(
     from .runner import normalisation
     from .sweep import calibration_set, onnx_inputs
 
-    ref = reference if isinstance(reference, bytes) else open(reference, "rb").read()
+    ref = reference if isinstance(reference, bytes) else files.read_bytes(reference)
     model_mean, model_std = normalisation(_read(model))
     mean = mean if mean is not None else model_mean
     std = std if std is not None else model_std

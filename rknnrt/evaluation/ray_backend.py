@@ -19,6 +19,8 @@ import numpy as np
 from .data import Sample
 from .engine import EvalJob, Record, Worker, complete
 
+LOOPBACK = "127.0.0.1"
+
 
 def _ray() -> Any:
     try:
@@ -47,7 +49,9 @@ class _Session:
             if self.address:
                 self.ray.init(address=self.address, **kwargs)
             else:
-                self.ray.init(num_cpus=self.cpus, **kwargs)
+                # a local cluster is this user's alone: its node address is loopback (Ray binds
+                # its gRPC servers to every interface regardless; docs/evaluation.md)
+                self.ray.init(num_cpus=self.cpus, _node_ip_address=LOOPBACK, **kwargs)
             self.started = True
         return self.ray
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ..model import files
 from ..toolkit import RKNN
 from . import engine, report
 from .data import InputSpec, Sample, decode, list_samples, to_nchw
@@ -45,16 +46,47 @@ class GridError(ValueError):
     """A configuration grid that cannot be read."""
 
 
+MAX_CONFIGS = 10_000  # configurations of one grid, counted before any is made
+MAX_GRID_BYTES = 1 << 20  # a grid file is a few lines
+_MAX_VALUE_NODES = 10_000  # items in one grid's values, aliases counted each time they appear
+_MAX_DEPTH = 16
+
+
+def _value_nodes(value: Any, budget: list[int]) -> None:
+    """Count the items of a grid value (a YAML alias counts every time it is used), stopping
+    once the budget is spent: an alias bomb costs at most the budget, never its expansion."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        budget[0] -= 1
+        if depth > _MAX_DEPTH:
+            raise GridError(f"the grid is nested more than {_MAX_DEPTH} levels deep")
+        if budget[0] < 0:
+            raise GridError(
+                f"the grid's values hold more than {_MAX_VALUE_NODES} items (YAML aliases "
+                "count each time they are used)"
+            )
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in (*item.keys(), *item.values()))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, depth + 1) for child in item)
+        elif not isinstance(item, (str, int, float, bool, type(None))):
+            raise GridError(f"a grid value of type {type(item).__name__} is not allowed")
+
+
 def load_grid(path: str | os.PathLike) -> list[dict[str, Any]]:
     """A grid file: JSON (always) or YAML (with PyYAML's safe loader, in the cluster extra).
     Either a mapping of key -> list of values (every combination, in the file's key order),
     a list of configurations, or {"configs": [...]}."""
     path = os.fspath(path)
     try:
-        with open(path) as f:
-            text = f.read()
-    except OSError as exc:
+        with files.open_regular(path, "rb") as f:
+            data = f.read(MAX_GRID_BYTES + 1)
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise GridError(f"cannot read grid {path!r}: {exc}") from None
+    if len(data) > MAX_GRID_BYTES:
+        raise GridError(f"grid {path!r} is larger than {MAX_GRID_BYTES} bytes")
     if path.lower().endswith((".yaml", ".yml")):
         try:
             import yaml
@@ -66,22 +98,39 @@ def load_grid(path: str | os.PathLike) -> list[dict[str, Any]]:
             raw = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise GridError(f"{path}: {exc}") from None
+        except RecursionError:
+            raise GridError(f"{path}: the grid is nested too deeply") from None
     else:
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
             raise GridError(f"{path}: {exc}") from None
+        except RecursionError:
+            raise GridError(f"{path}: the grid is nested too deeply") from None
     return expand(raw)
 
 
 def expand(raw: Any) -> list[dict[str, Any]]:
+    """The grid's configurations, counted before any is made (at most MAX_CONFIGS) and with
+    values of bounded size (YAML alias bombs and deep nesting give a GridError)."""
     if isinstance(raw, dict) and "configs" in raw:
         raw = raw["configs"]
+    _value_nodes(raw, [_MAX_VALUE_NODES])
     if isinstance(raw, dict):
         keys = list(raw)
         values = [v if isinstance(v, list) else [v] for v in raw.values()]
+        count = 1
+        for v in values:
+            count *= len(v)
+            if count > MAX_CONFIGS:
+                break
+        if count > MAX_CONFIGS:
+            sizes = " x ".join(str(len(v)) for v in values)
+            raise GridError(f"the grid has {sizes} configurations, more than {MAX_CONFIGS}")
         configs = [dict(zip(keys, combo)) for combo in itertools.product(*values)]
     elif isinstance(raw, list) and all(isinstance(c, dict) for c in raw):
+        if len(raw) > MAX_CONFIGS:
+            raise GridError(f"the grid lists {len(raw)} configurations, more than {MAX_CONFIGS}")
         configs = [dict(c) for c in raw]
     else:
         raise GridError("a grid is a mapping of key -> values or a list of configurations")

@@ -3,11 +3,14 @@ labels file) and a plain CNN classifier of adjustable cost. No download, same by
 
 from __future__ import annotations
 
+import io
 import os
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+from ..model import files
 
 
 def make_images(
@@ -33,10 +36,14 @@ def make_images(
         image += rng.normal(0, 12, image.shape)
         name = f"img_{k:05d}.png"
         path = os.path.join(folder, name)
-        Image.fromarray(np.clip(image, 0, 255).astype(np.uint8)).save(path)
+        encoded = io.BytesIO()
+        Image.fromarray(np.clip(image, 0, 255).astype(np.uint8)).save(encoded, format="PNG")
+        files.write_atomic(path, encoded.getvalue())
         paths.append(path)
-    with open(os.path.join(folder, "labels.txt"), "w") as f:
-        f.writelines(f"img_{k:05d}.png {int(c)}\n" for k, c in enumerate(labels))
+    files.write_atomic(
+        os.path.join(folder, "labels.txt"),
+        "".join(f"img_{k:05d}.png {int(c)}\n" for k, c in enumerate(labels)),
+    )
     return paths
 
 

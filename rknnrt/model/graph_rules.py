@@ -2,9 +2,9 @@
 
 A model file comes from strangers, so its graph may ask onnxruntime to read files
 (external-data references resolve against the working directory), carry strings that are not
-UTF-8 (onnxruntime then prints "EP Error" lines to stdout and retries), or hold node
-attributes that onnxruntime accepts at load and rejects on every run. All three are refused
-here with one ModelFormatError.
+UTF-8 (onnxruntime then prints "EP Error" lines to stdout and retries), use operators no
+model file needs (control flow, model/op_rules.py), or hold node attributes that onnxruntime
+accepts at load and rejects on every run. All are refused here with one ModelFormatError.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from google.protobuf.message import Message
 
 from .attribute_rules import check_attributes
 from .errors import ModelFormatError
+from .op_rules import check_ops
 
 WEIGHT_LOCATION = "@weights"  # the only external-data location a model file may name
 _EXTERNAL_KEYS = {"location", "offset", "length"}
@@ -144,6 +145,7 @@ def _check(graph: bytes) -> tuple[tuple[str, tuple[int, int]], ...]:
                 raise ModelFormatError(f"{where}: invalid or repeated name")
             external[tensor.name] = (offset, length)
     _walk(model)
+    check_ops(model)  # before anything infers shapes: no subgraph, no operator outside the list
     check_attributes(model)  # after the walk: its strings are valid
     return tuple(external.items())
 

@@ -22,6 +22,8 @@ DTYPES = ("float32", "float16", "int8", "uint8", "int16", "uint16", "int32", "ui
           "bool")  # fmt: skip
 LAYOUTS = ("NCHW", "NHWC", "UNDEFINED")
 QNT_TYPES = ("NONE", "DFP", "AFFINE")
+# the program's float type: float32 (exact), float16 (fp16 emulation), int8 (quantised)
+FLOAT_DTYPES = ("float32", "float16", "int8")
 
 
 @dataclass
@@ -297,7 +299,24 @@ def _itemsize(dtype: str) -> int:
     return 1 if dtype == "bool" else np.dtype(dtype).itemsize
 
 
+_F32_MAX, _F32_TINY = float(np.finfo(np.float32).max), float(np.finfo(np.float32).tiny)
+
+
+def _usable_f32(value: float, nonzero: bool = False) -> bool:
+    """`value` survives the runtime's float32 arithmetic: finite as a float32 (1e308 is not)
+    and, where it divides, a normal float32 (1e-308 and denormals become 0 or overflow 1/x)."""
+    if not isfinite(value) or abs(value) > _F32_MAX:
+        return False
+    return not nonzero or abs(value) >= _F32_TINY
+
+
 def _check_tensor(spec: TensorSpec, where: str) -> None:
+    want = "NCHW" if len(spec.shape) == 4 else "UNDEFINED"
+    if spec.layout != want:  # what the converter and the vendor reader write; nothing else
+        raise ModelFormatError(
+            f"metadata: {where} layout {spec.layout} is not {want} (a {len(spec.shape)}-D "
+            "tensor is stored in the ONNX layout)"
+        )
     if any(d < 1 for d in spec.shape):
         raise ModelFormatError(f"metadata: {where} has a non-positive dim in {spec.shape}")
     if prod(spec.shape) * _itemsize(spec.dtype) > MAX_TENSOR_BYTES:
@@ -309,7 +328,9 @@ def _check_tensor(spec: TensorSpec, where: str) -> None:
         )
     if not _INT_RANGES["int32"][0] <= spec.zp <= _INT_RANGES["int32"][1]:
         raise ModelFormatError(f"metadata: {where} zero point {spec.zp} is not an int32")
-    if not isfinite(spec.scale) or (spec.qnt_type != "NONE" and spec.scale <= 0):
+    if not _usable_f32(spec.scale, spec.qnt_type != "NONE") or (
+        spec.qnt_type != "NONE" and spec.scale <= 0
+    ):
         raise ModelFormatError(f"metadata: {where} scale {spec.scale} is not usable")
     for what, values in (("mean", spec.mean), ("std", spec.std)):
         if values is None:
@@ -319,9 +340,10 @@ def _check_tensor(spec: TensorSpec, where: str) -> None:
                 f"metadata: {where} {what} has {len(values)} values; a 4-D input {spec.shape} "
                 "needs one per channel"
             )
-        if not all(isfinite(v) for v in values) or (what == "std" and 0.0 in values):
+        if not all(_usable_f32(v, what == "std") for v in values):
             raise ModelFormatError(
-                f"metadata: {where} {what} {values} must be finite (std non-zero)"
+                f"metadata: {where} {what} {values} must be finite float32 values (std "
+                "non-zero and normal)"
             )
 
 
@@ -345,6 +367,10 @@ def _check_weights(meta: ModelMeta, weights_size: int) -> None:
 
 
 def check_ranges(meta: ModelMeta, weights_size: int) -> None:
+    if meta.float_dtype not in FLOAT_DTYPES:
+        raise ModelFormatError(
+            f"metadata: float_dtype {meta.float_dtype!r} is not one of {', '.join(FLOAT_DTYPES)}"
+        )
     if len(meta.inputs) > MAX_TENSORS or len(meta.outputs) > MAX_TENSORS:
         raise ModelFormatError(f"metadata: more than {MAX_TENSORS} inputs or outputs")
     for kind, specs in (("inputs", meta.inputs), ("outputs", meta.outputs)):

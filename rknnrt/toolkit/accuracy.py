@@ -10,6 +10,7 @@ vendor's table is unchanged below them) and `error_analysis.png` when matplotlib
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import sys
@@ -20,7 +21,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ..model import numerics
+from ..model import files, numerics
 from .errors import ConversionError
 from .probe import cosine, probe_session
 
@@ -174,14 +175,24 @@ def write(output_dir: str, errors: Sequence[TensorError], golden: dict, simulate
             if e.name in values:
                 name = file_name(e.name)
                 array = np.asarray(values[e.name], np.float32)
-                np.savetxt(os.path.join(output_dir, part, name), array.ravel(), fmt="%.6f")
-                np.save(os.path.join(output_dir, part, "npy", name[:-4] + ".npy"), array)
-    with open(os.path.join(output_dir, "map_name_to_file.txt"), "w") as f:
-        f.write(f"{'layer_name':<27}{'file_name':<27}\n{'-' * 54}\n")
-        f.writelines(f"{e.name:<27}{file_name(e.name):<27}\n" for e in errors)
+                text, npy = io.StringIO(), io.BytesIO()
+                np.savetxt(text, array.ravel(), fmt="%.6f")
+                np.save(npy, array)
+                files.write_atomic(os.path.join(output_dir, part, name), text.getvalue())
+                files.write_atomic(
+                    os.path.join(output_dir, part, "npy", name[:-4] + ".npy"), npy.getvalue()
+                )
+    files.write_atomic(
+        os.path.join(output_dir, "map_name_to_file.txt"),
+        f"{'layer_name':<27}{'file_name':<27}\n{'-' * 54}\n"
+        + "".join(f"{e.name:<27}{file_name(e.name):<27}\n" for e in errors),
+    )
     lines = ["# worst layers first (single-layer cosine, rknnrt):"]
-    lines += [f"#   [{e.op_type}] {e.name}: single cos {e.single[0]:.5f}, "  # type: ignore
-              f"entire cos {e.entire[0]:.5f}" for e in worst(errors)]  # type: ignore
+    lines += [
+        f"#   [{e.op_type}] {e.name}: single cos {e.single[0]:.5f}, "  # type: ignore
+        f"entire cos {e.entire[0]:.5f}"
+        for e in worst(errors)
+    ]  # type: ignore
     lines += [
         "# simulator_error: the output error of each layer of the simulator (against 'golden').",
         "#   entire: the error accumulated from the input up to this layer.",
@@ -198,8 +209,7 @@ def write(output_dir: str, errors: Sequence[TensorError], golden: dict, simulate
         single = _cell(e.single) if entire else ""
         lines.append(f"{label:<26} {entire:<18} {single}".rstrip())
     path = os.path.join(output_dir, "error_analysis.txt")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    files.write_atomic(path, "\n".join(lines) + "\n")
     _plot(output_dir, errors)
     return path
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model import files
 from . import images
 from .errors import ConversionError
 
@@ -81,7 +82,8 @@ def read_file_sample(paths: Sequence[str], specs: Sequence[InputSpec], rgb2bgr: 
             sample.append(read_image(path, spec, rgb2bgr[k] if k < len(rgb2bgr) else False, warn))
             continue
         try:
-            array = np.load(path, allow_pickle=False)
+            with files.open_regular(path) as f:  # never a FIFO or device: build would hang
+                array = np.load(f, allow_pickle=False)
         except FileNotFoundError:
             raise ValueError(f"file {path!r} not found") from None
         except (OSError, ValueError) as exc:
@@ -103,7 +105,7 @@ def load(dataset: str | os.PathLike | Iterable, specs: Sequence[InputSpec],
     if isinstance(dataset, (str, os.PathLike)):
         name = os.fspath(dataset)
         try:
-            with open(name) as f:
+            with files.open_regular(name, "r") as f:
                 lines = [(n + 1, line.split()) for n, line in enumerate(f) if line.strip()]
         except (OSError, UnicodeDecodeError) as exc:
             raise ConversionError(f"cannot read dataset file {name!r}: {exc}") from None

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import io
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..model import numerics
+from ..model import files, numerics
 from .errors import ConversionError
 
 CONFIG_KEY = "rknnrt.config"
@@ -164,13 +165,12 @@ def write_model(path: str, model: onnx.ModelProto, config: dict[str, Any]) -> No
     stored.CopyFrom(model)
     entry = stored.metadata_props.add()
     entry.key, entry.value = CONFIG_KEY, json.dumps(config)
-    with open(path, "wb") as f:
-        f.write(stored.SerializeToString())
+    files.write_atomic(path, stored.SerializeToString())
 
 
 def read_model(path: str) -> tuple[onnx.ModelProto, dict[str, Any] | None]:
     try:
-        model = onnx.load(path)
+        model = onnx.load_model_from_string(files.read_bytes(path))
     except Exception as exc:  # protobuf and OS errors
         raise ConversionError(f"cannot read hybrid model {path!r}: {exc}") from None
     config = None
@@ -184,13 +184,14 @@ def read_model(path: str) -> tuple[onnx.ModelProto, dict[str, Any] | None]:
 def write_data(path: str, samples: Sequence[Sequence[np.ndarray]]) -> None:
     arrays = {f"s{k}_i{i}": np.asarray(x, np.float32)
               for k, sample in enumerate(samples) for i, x in enumerate(sample)}  # fmt: skip
-    with open(path, "wb") as f:
-        np.savez(f, **arrays)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    files.write_atomic(path, buffer.getvalue())
 
 
 def read_data(path: str, n_inputs: int) -> list[list[np.ndarray]]:
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with files.open_regular(path) as f, np.load(f, allow_pickle=False) as data:
             count = len(data.files) // max(n_inputs, 1)
             return [[data[f"s{k}_i{i}"] for i in range(n_inputs)] for k in range(count)]
     except (OSError, ValueError, KeyError) as exc:

@@ -11,6 +11,8 @@ import os
 
 import numpy as np
 
+from ..model import files
+
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
 
 
@@ -35,7 +37,7 @@ def load_image(path: str | os.PathLike, size: tuple[int, int] | None = None,
     except ImportError:
         raise ImageError("reading image files needs Pillow: pip install 'rknnrt[images]'") from None
     try:
-        with Image.open(os.fspath(path)) as im:
+        with files.open_regular(path) as f, Image.open(f) as im:
             im = im.convert("L" if gray else "RGB")
             if size is not None and (im.height, im.width) != tuple(size):
                 im = im.resize((int(size[1]), int(size[0])), Image.BILINEAR)

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import onnx
 from onnx import helper
 
+from ..model import files
 from .errors import ConversionError
 from .op_support import SUPPORTED_OPS
 
@@ -50,9 +51,7 @@ def _read_inside(folder: str, tensor: onnx.TensorProto) -> bytes:
     try:
         offset = int(info.get("offset") or 0)
         length = int(info["length"]) if info.get("length") else -1
-        if not os.path.isfile(target):  # not a FIFO or device, which could block or never end
-            raise ConversionError(f"tensor '{tensor.name}': {location!r} is not a file")
-        with open(target, "rb") as f:
+        with files.open_regular(target) as f:  # not a FIFO or device: never blocks or ends
             size = os.fstat(f.fileno()).st_size
             end = offset + max(length, 0)
             if offset < 0 or length < -1 or end > size:
@@ -82,7 +81,7 @@ def load(model: str | os.PathLike | bytes | onnx.ModelProto) -> onnx.ModelProto:
                 proto, folder = onnx.load_model_from_string(model), None
             else:
                 path = os.fspath(model)
-                proto = onnx.load(path, load_external_data=False)
+                proto = onnx.load_model_from_string(files.read_bytes(path))
                 folder = os.path.dirname(os.path.abspath(path))
         except Exception as exc:  # onnx raises protobuf, OS and validation errors
             raise ConversionError(f"cannot read ONNX model {model!r}: {exc}") from None

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ..model import files
 from . import accuracy, builder, codegen, custom_ops, hybrid, onnx_import
 from . import config as configuration
 from . import dataset as datasets
@@ -48,6 +49,20 @@ def _reported(method: Callable[..., Any]) -> Callable[..., Any]:
             return failure
         self.last_error = ""
         return 0 if failure == -1 else value
+
+    return wrapper
+
+
+def _replaces_model(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A load_* or build forgets the previous model first: when it fails, export_rknn and
+    init_runtime fail too instead of using the previous build (issue 27 item 4)."""
+
+    @functools.wraps(method)
+    def wrapper(self: RKNN, *args: Any, **kwargs: Any) -> Any:
+        self._built, self._rknn = None, None
+        if method.__name__ != "build":
+            self._onnx = None
+        return method(self, *args, **kwargs)
 
     return wrapper
 
@@ -119,6 +134,7 @@ class RKNN:
         return default
 
     @_reported
+    @_replaces_model
     def load_onnx(self, model, inputs=None, input_size_list=None, input_initial_val=None,
                   outputs=None) -> None:  # fmt: skip
         if input_initial_val is not None:
@@ -127,32 +143,37 @@ class RKNN:
                      input_size_list, outputs)  # fmt: skip
 
     @_reported
+    @_replaces_model
     def load_pytorch(self, model, input_size_list) -> None:
         self._loaded(pytorch.load(model, input_size_list), self._stem(model, "torch_model"))
 
     @_reported
+    @_replaces_model
     def load_tflite(self, model, input_is_nchw=False) -> None:
         self._loaded(tensorflow.load_tflite(model), self._stem(model, "tflite_model"))
 
     @_reported
+    @_replaces_model
     def load_tensorflow(self, tf_pb, inputs, input_size_list, outputs,
                         input_is_nchw=False) -> None:  # fmt: skip
         proto = tensorflow.load_tensorflow(tf_pb, inputs, input_size_list, outputs)
         self._loaded(proto, self._stem(tf_pb, "tf_model"))
 
     @_reported
+    @_replaces_model
     def load_caffe(self, model, blobs=None, input_name=None) -> None:
         others.refuse("Caffe", model, blobs)
 
     @_reported
+    @_replaces_model
     def load_darknet(self, model, weight) -> None:
         self._loaded(darknet.load(model, weight), self._stem(model, "darknet_model"))
 
     @_reported
+    @_replaces_model
     def load_rknn(self, path) -> None:
         try:
-            with open(path, "rb") as f:
-                self._rknn = f.read()
+            self._rknn = files.read_bytes(path)
         except (OSError, TypeError) as exc:
             raise ConversionError(f"cannot read {path!r}: {exc}") from None
         self._onnx, self._built = None, None
@@ -174,6 +195,7 @@ class RKNN:
         return prepared
 
     @_reported
+    @_replaces_model
     def build(self, do_quantization=True, dataset=None, rknn_batch_size=None,
               auto_hybrid=False) -> None:  # fmt: skip
         if do_quantization and dataset is None:
@@ -253,8 +275,10 @@ class RKNN:
         stem = self._file_stem if self._file_stem not in ("model", "") else self._name
         hybrid.write_model(f"{stem}.model", prepared, self._config.as_dict())
         hybrid.write_data(f"{stem}.data", samples)
-        with open(f"{stem}.quantization.cfg", "w") as f:
-            f.write(hybrid.format_cfg(layers, hybrid.tensor_params(trial.tensor_qparams)))
+        files.write_atomic(
+            f"{stem}.quantization.cfg",
+            hybrid.format_cfg(layers, hybrid.tensor_params(trial.tensor_qparams)),
+        )
         sys.stderr.write(f"I hybrid step 1 wrote {stem}.model, {stem}.data and "
                          f"{stem}.quantization.cfg\n")  # fmt: skip
 
@@ -281,9 +305,8 @@ class RKNN:
     def export_rknn(self, export_path, **kwargs) -> None:
         data = self.model_bytes()
         try:
-            with open(export_path, "wb") as f:
-                f.write(data)
-        except OSError as exc:
+            files.write_atomic(export_path, data)  # a failed write keeps the previous file
+        except (OSError, TypeError) as exc:
             raise ConversionError(f"cannot write {os.fspath(export_path)!r}: {exc}") from None
 
     def model_bytes(self) -> bytes:
@@ -305,7 +328,10 @@ class RKNN:
             raise
         except Exception as exc:  # onnx/onnxruntime errors
             raise ConversionError(f"graph optimisation failed: {exc}") from None
-        onnx.save(optimized, optimized_path or f"{self._stem(model, 'model')}.optimized.onnx")
+        files.write_atomic(
+            optimized_path or f"{self._stem(model, 'model')}.optimized.onnx",
+            optimized.SerializeToString(),
+        )
 
     # -- running ------------------------------------------------------------------------------
     def _release_runtime(self) -> None:

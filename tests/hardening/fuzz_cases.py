@@ -9,6 +9,7 @@ something else, so only crashes, hangs, escaped exceptions and stdout count for 
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import struct
@@ -21,7 +22,76 @@ _FIELDS = {  # header field -> (offset, struct format)
     "weights_size": (56, "<Q"), "weights_crc": (64, "<I"),
 }  # fmt: skip
 KINDS = ("bit_flips", "byte_set", "truncate", "header_field", "header_field_resealed",
-         "overlap_resealed", "metadata_resealed", "graph_resealed", "append")  # fmt: skip
+         "overlap_resealed", "metadata_resealed", "graph_resealed", "append",
+         "resource_bomb")  # fmt: skip
+# vendor .rknn files: structure-aware edits of the FlatBuffer fields the reader reads, plus the
+# blind ones. They carry no checksum over their weights, so no vendor case is `exact`.
+VENDOR_KINDS = ("vendor_field", "vendor_field", "vendor_field", "bit_flips", "byte_set",
+                "truncate", "append")  # fmt: skip
+_FIELD_VALUES = (0, 1, 2, 3, 4, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, 0x80000000)
+
+
+@functools.lru_cache(maxsize=64)
+def vendor_fields(blob: bytes) -> tuple[tuple[int, int], ...]:
+    """(file offset, width) of every FlatBuffer scalar, offset, vtable entry and vector length
+    the vendor reader reads while it parses `blob`, found by recording its reads."""
+    from rknnrt.model.vendor_rknn import fileformat, flatbuf
+
+    seen: set[tuple[int, int]] = set()
+
+    class _Recorded:
+        def __init__(self, inner: struct.Struct) -> None:
+            self.inner, self.size = inner, inner.size
+
+        def unpack_from(self, buf, offset: int = 0):
+            seen.add((offset, self.inner.size))
+            return self.inner.unpack_from(buf, offset)
+
+    class _Struct:
+        Struct, calcsize, error = struct.Struct, struct.calcsize, struct.error
+
+        @staticmethod
+        def unpack_from(fmt, buf, offset: int = 0):
+            seen.add((offset, struct.calcsize(fmt)))
+            return struct.unpack_from(fmt, buf, offset)
+
+    saved = (flatbuf._U16, flatbuf._U32, flatbuf._I32, flatbuf.struct)
+    flatbuf._U16, flatbuf._U32, flatbuf._I32 = (_Recorded(x) for x in saved[:3])
+    flatbuf.struct = _Struct  # type: ignore[assignment]
+    try:
+        fileformat.parse(memoryview(blob))
+    finally:
+        flatbuf._U16, flatbuf._U32, flatbuf._I32, flatbuf.struct = saved
+    base = fileformat.HEADER_SIZE  # the FlatBuffer's place in the file
+    return tuple(sorted((base + off, width) for off, width in seen))
+
+
+def _mutate_vendor(rng: random.Random, blob: bytearray) -> None:
+    fields = vendor_fields(bytes(blob))
+    for _ in range(rng.choice([1, 1, 2, 4])):
+        offset, width = rng.choice(fields)
+        current = int.from_bytes(blob[offset : offset + width], "little")
+        value = rng.choice([*_FIELD_VALUES, rng.randrange(1 << (8 * width)), len(blob),
+                            current + rng.choice([-1, 1, 4, -4])])  # fmt: skip
+        blob[offset : offset + width] = (value % (1 << (8 * width))).to_bytes(width, "little")
+
+
+def _bomb(rng: random.Random, original: bytes) -> bytes:
+    """One resource bomb (tests/hardening/bombs.py) of a random size: most are refused at
+    init, the small ones load and run."""
+    from . import bombs
+
+    name = rng.choice(sorted(bombs.BOMBS) + ["many_tensors"])
+    if name == "many_tensors":
+        return bombs.many_tensors(original, count=rng.choice([2, 8, 64]),
+                                  elements=rng.choice([1 << 10, 1 << 20]))  # fmt: skip
+    size = {"constant_of_shape": ("elements", [16, 1 << 12, 3 << 28, 1 << 40]),
+            "expand": ("copies", [1, 2, 1 << 16, 1 << 30]),
+            "tile": ("repeats", [1, 3, 1 << 14, 1 << 30]),
+            "loop": ("trips", [1, 10**15])}.get(name)  # fmt: skip
+    if size is None:
+        return bombs.BOMBS[name](original)
+    return bombs.BOMBS[name](original, **{size[0]: rng.choice(size[1])})
 
 
 def _field(blob: bytes | bytearray, name: str) -> int:
@@ -70,8 +140,25 @@ def mutate(models: dict[str, bytes], seed: int, index: int) -> tuple[str, str, b
     name = sorted(models)[index % len(models)]
     original = models[name]
     blob = bytearray(original)
+    if original[:4] == b"RKNN":  # a vendor file
+        kind = VENDOR_KINDS[rng.randrange(len(VENDOR_KINDS))]
+        if kind == "vendor_field":
+            _mutate_vendor(rng, blob)
+        elif kind == "bit_flips":
+            for _ in range(rng.choice([1, 1, 2, 3, 8])):
+                blob[rng.randrange(len(blob))] ^= 1 << rng.randrange(8)
+        elif kind == "byte_set":
+            for _ in range(rng.choice([1, 4, 16])):
+                blob[rng.randrange(len(blob))] = rng.choice([0, 0xFF, 0x7F, 0x80])
+        elif kind == "truncate":
+            blob = blob[: rng.choice([rng.randrange(len(blob)), rng.randrange(200)])]
+        else:
+            blob += bytes(rng.randrange(1, 200))
+        return name, kind, bytes(blob), False
     kind = KINDS[rng.randrange(len(KINDS))]
     exact = True
+    if kind == "resource_bomb":
+        return name, kind, _bomb(rng, original), False
     if kind == "bit_flips":
         region = rng.choice(["header", "metadata", "graph", "weights", "anywhere"])
         start, size = {

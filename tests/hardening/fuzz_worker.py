@@ -23,7 +23,24 @@ import rknnrt as rk
 from .fuzz_cases import mutate
 
 
-def _attempt(source: bytes | str, x: np.ndarray) -> tuple[int, bytes | None]:
+def _feeds(ctx: rk.rknn_context) -> list[tuple[np.ndarray, int]] | None:
+    """One seeded float32 array per model input (its size from the query) and its format."""
+    num = rk.rknn_input_output_num()
+    if rk.rknn_query(ctx, rk.RKNN_QUERY_IN_OUT_NUM, ctypes.byref(num), ctypes.sizeof(num)):
+        return None
+    feeds = []
+    for i in range(min(num.n_input, 16)):
+        attr = rk.rknn_tensor_attr(index=i)
+        if rk.rknn_query(ctx, rk.RKNN_QUERY_INPUT_ATTR, ctypes.byref(attr), ctypes.sizeof(attr)):
+            return None
+        if attr.n_elems > 1 << 24:
+            return None
+        x = np.random.RandomState(7 + i).rand(attr.n_elems).astype(np.float32) * 255
+        feeds.append((x, attr.fmt if attr.n_dims == 4 else rk.RKNN_TENSOR_UNDEFINED))
+    return feeds
+
+
+def _attempt(source: bytes | str) -> tuple[int, bytes | None]:
     """rknn_init's status and, when it succeeds, the first output of one run (float32 bytes)."""
     ctx = rk.rknn_context()
     size = 0 if isinstance(source, str) else len(source)
@@ -31,10 +48,14 @@ def _attempt(source: bytes | str, x: np.ndarray) -> tuple[int, bytes | None]:
     if status != rk.RKNN_SUCC:
         return status, None
     try:
-        inputs = (rk.rknn_input * 1)()
-        inputs[0].buf, inputs[0].size = x.ctypes.data, x.nbytes
-        inputs[0].type, inputs[0].fmt = rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NHWC
-        if rk.rknn_inputs_set(ctx, 1, inputs) or rk.rknn_run(ctx, None):
+        feeds = _feeds(ctx)
+        if feeds is None:
+            return status, b"query failed"
+        inputs = (rk.rknn_input * len(feeds))()
+        for i, (x, fmt) in enumerate(feeds):
+            inputs[i].index, inputs[i].buf, inputs[i].size = i, x.ctypes.data, x.nbytes
+            inputs[i].type, inputs[i].fmt = rk.RKNN_TENSOR_FLOAT32, fmt
+        if rk.rknn_inputs_set(ctx, len(feeds), inputs) or rk.rknn_run(ctx, None):
             return status, b"run failed"
         outputs = (rk.rknn_output * 1)()
         outputs[0].want_float = 1
@@ -50,11 +71,10 @@ def _attempt(source: bytes | str, x: np.ndarray) -> tuple[int, bytes | None]:
 def main() -> None:
     models_dir, seed, start, stop, results = sys.argv[1:6]
     models = {p.stem: p.read_bytes() for p in sorted(Path(models_dir).glob("*.rknn"))}
-    x = np.random.RandomState(7).rand(1, 64, 64, 3).astype(np.float32) * 255
     reference = {}
     for name, blob in models.items():
-        status, output = _attempt(blob, x)
-        assert status == 0 and output, (name, status)
+        status, output = _attempt(blob)
+        assert status == 0 and output and not output.endswith(b"failed"), (name, status)
         reference[name] = output
     case_path = os.path.join(os.path.dirname(results), f"case-{start}.rknn")
     with open(results, "w") as out:
@@ -67,8 +87,8 @@ def main() -> None:
             try:
                 with open(case_path, "wb") as f:
                     f.write(blob)
-                by_bytes = _attempt(blob, x)
-                by_path = _attempt(case_path, x)
+                by_bytes = _attempt(blob)
+                by_path = _attempt(case_path)
                 record["status"] = [by_bytes[0], by_path[0]]
                 accepted = [o for s, o in (by_bytes, by_path) if s == 0]
                 record["same"] = all(o == reference[name] for o in accepted) if accepted else None

@@ -5,14 +5,15 @@ metadata, the platform and the IO plans. A Model is shared by a context and its 
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, replace
+from math import prod
 
 import numpy as np
 
+from ...model import files
 from ...model.meta import ModelMeta
-from .. import log, platforms
-from ..errors import FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
+from .. import log, platforms, switches
+from ..errors import FAIL, MALLOC_FAIL, MODEL_INVALID, PARAM_INVALID, RknnError
 from ..io import memory
 from ..io.plans import InputPlan, OutputPlan
 from ..program import placement, whole
@@ -61,18 +62,16 @@ def read_model_bytes(source: memoryview | str | os.PathLike, size: int,
 
 
 def _read_file(path: str, offset: int, length: int) -> memoryview:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:  # the package's one reader: a FIFO, device or folder is refused before any read
+        f = files.open_regular(path, "rb")
+    except files.NotRegularFile:
+        raise RknnError(
+            PARAM_INVALID, f"model file {path!r} is not a regular file (a device, FIFO or folder)"
+        ) from None
     except OSError as exc:
         raise RknnError(FAIL, f"open model file {path!r} failed: {exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise RknnError(
-                PARAM_INVALID,
-                f"model file {path!r} is not a regular file (a device, FIFO or folder)",
-            )
-        size = info.st_size
+    with f:
+        size = os.fstat(f.fileno()).st_size
         if offset + length > size or offset > size:
             raise RknnError(
                 PARAM_INVALID,
@@ -86,12 +85,32 @@ def _read_file(path: str, offset: int, length: int) -> memoryview:
                 f"model file {path!r}: {wanted} bytes is more than any model ({MAX_MODEL_BYTES} "
                 "bytes at most); not read",
             )
-        os.lseek(fd, offset, os.SEEK_SET)
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(wanted)
-    finally:
-        os.close(fd)
+        f.seek(offset)
+        data = f.read(wanted)
     return memoryview(data)
+
+
+def _check_resources(graph: bytes, meta: ModelMeta) -> None:
+    """Every tensor bounded before anything runs (model/op_rules.py): at the specs' shapes and
+    at the dynamic shape set with the most input elements; their sum within the budget."""
+    from ...model import op_rules
+
+    candidates = [[spec.shape for spec in meta.inputs]]
+    if meta.input_shape_sets:
+        candidates.append(max(meta.input_shape_sets, key=lambda s: sum(map(prod, s))))
+    bound = op_rules.tensor_bound(meta)
+    for shapes in candidates:
+        try:
+            need = op_rules.planned_bytes(graph, tuple(map(tuple, shapes)), bound)
+        except op_rules.ModelFormatError as exc:
+            raise RknnError(MODEL_INVALID, str(exc)) from None
+        budget = switches.memory_budget_bytes()
+        if need > budget:
+            raise RknnError(
+                MALLOC_FAIL,
+                f"the model's tensors need up to {need} bytes, more than the memory budget "
+                f"of {budget} bytes ({switches.MEMORY_BUDGET_MB.name})",
+            )
 
 
 class Model:
@@ -109,6 +128,7 @@ class Model:
             self.meta = ModelMeta.from_json(sections.metadata, len(sections.weights))
         except container.ModelFormatError as exc:
             raise RknnError(MODEL_INVALID, str(exc)) from None
+        _check_resources(bytes(sections.graph), self.meta)
         try:
             self.platform = platforms.get(self.meta.target_platform)
         except KeyError:

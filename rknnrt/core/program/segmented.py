@@ -23,7 +23,7 @@ from ...model.meta import ModelMeta, TensorSpec
 from ..board import segmented_table
 from ..errors import MODEL_INVALID, RknnError
 from ..lazy_imports import onnx, ort
-from . import custom_ops, segment_memory
+from . import custom_ops, deadline, segment_memory
 from .whole import address_of, open_program, weight_views
 
 _ALIGN = 64
@@ -354,7 +354,7 @@ class SegmentedBinding:
         self.custom.started = True
         for session, io, node_args in self._plan:
             if io is not None:
-                session.run_with_iobinding(io)
+                deadline.run(session, io)
             else:
                 self.run_custom(*node_args)
 

@@ -20,7 +20,7 @@ from ..board import perf
 from ..board import table as perf_table
 from ..errors import MODEL_INVALID, PARAM_INVALID, RknnError
 from ..lazy_imports import onnx, ort
-from . import fast_graph, fp16_layout
+from . import deadline, fast_graph, fp16_layout
 
 
 def open_program(graph: bytes, **kwargs: Any) -> Any:
@@ -189,7 +189,7 @@ class Binding:
         self.outputs[index], self.addresses[index] = array, address
 
     def run(self) -> None:
-        self._program.session.run_with_iobinding(self._io)
+        deadline.run(self._program.session, self._io)
 
     def register(self, ops: list[Any]) -> None:
         raise RknnError(PARAM_INVALID, "this model has no custom ops (nothing to register)")

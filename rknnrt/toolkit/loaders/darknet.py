@@ -19,6 +19,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ...model import files
 from ..errors import ConversionError
 
 _ACTIVATIONS = ("leaky", "linear", "relu", "logistic")
@@ -63,10 +64,8 @@ class _Weights:
 def load(cfg_path: str | os.PathLike, weights_path: str | os.PathLike) -> onnx.ModelProto:
     cfg_path, weights_path = os.fspath(cfg_path), os.fspath(weights_path)
     try:
-        with open(cfg_path) as f:
-            sections = parse_cfg(f.read(), cfg_path)
-        with open(weights_path, "rb") as f:
-            weights = _Weights(f.read(), weights_path)
+        sections = parse_cfg(files.read_text(cfg_path), cfg_path)
+        weights = _Weights(files.read_bytes(weights_path), weights_path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConversionError(f"cannot read Darknet files: {exc}") from None
     net = sections[0][1]

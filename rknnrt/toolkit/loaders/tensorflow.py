@@ -7,6 +7,7 @@ from typing import Any
 
 import onnx
 
+from ...model import files
 from ..errors import ConversionError
 from . import require
 
@@ -40,8 +41,7 @@ def load_tensorflow(tf_pb: str | os.PathLike, inputs: list[str], input_size_list
     tf = require("tensorflow", "tensorflow", "load_tensorflow")
     try:
         graph_def = tf.compat.v1.GraphDef()
-        with open(path, "rb") as f:
-            graph_def.ParseFromString(f.read())
+        graph_def.ParseFromString(files.read_bytes(path))
         names_in = [n if ":" in n else f"{n}:0" for n in inputs]
         names_out = [n if ":" in n else f"{n}:0" for n in outputs]
         proto, _ = tf2onnx.convert.from_graph_def(graph_def, input_names=names_in,

@@ -34,21 +34,44 @@ def asymmetric(lo: float, hi: float) -> QParams:
 
 
 class _Histogram:
-    """Value range and a histogram of one tensor over every calibration sample."""
+    """Value range and a bounded subset of one tensor's values over every calibration sample.
+
+    Each sample contributes every `step`-th value (at most 65,536); the kept values are
+    capped at `cap` in total: when they would exceed it, every stored part is thinned to its
+    even positions and later samples keep half as many. Memory is therefore independent of
+    the number of samples, and a dataset whose subset fits the cap gives exactly the values
+    (and parameters) of keeping them all. 'normal' keeps none: it needs the range only.
+    """
 
     BINS = 2048
+    PER_SAMPLE = 65536
+    CAP = 1 << 22  # values kept per tensor at most (16 MB of float32)
 
-    def __init__(self) -> None:
+    def __init__(self, keep_values: bool = True, cap: int = CAP) -> None:
         self.lo, self.hi = np.inf, -np.inf
         self.samples: list[np.ndarray] = []
+        self.keep_values, self.cap = keep_values, max(int(cap), self.PER_SAMPLE)
+        self.kept, self.thinning = 0, 1  # values stored; extra decimation of later samples
 
     def add(self, values: np.ndarray) -> None:
         flat = values.astype(np.float32, copy=False).ravel()
-        if flat.size:
-            self.lo, self.hi = min(self.lo, float(flat.min())), max(self.hi, float(flat.max()))
-            # keep a bounded random subset for the error search
-            step = max(1, flat.size // 65536)
-            self.samples.append(flat[::step].copy())
+        if not flat.size:
+            return
+        low, high = float(flat.min()), float(flat.max())
+        if not (np.isfinite(low) and np.isfinite(high)):  # NaN propagates through min/max
+            raise ValueError("has infinite or NaN values")
+        self.lo, self.hi = min(self.lo, low), max(self.hi, high)
+        if not self.keep_values:
+            return
+        step = max(1, flat.size // self.PER_SAMPLE) * self.thinning  # a bounded subset
+        part = flat[::step].copy()
+        while self.kept + part.size > self.cap and self.kept:
+            self.samples = [v[::2].copy() for v in self.samples]
+            self.kept = sum(v.size for v in self.samples)
+            self.thinning *= 2
+            part = part[::2].copy()
+        self.samples.append(part)
+        self.kept += part.size
 
     def kl_divergence(self) -> QParams:
         """The clipping range whose 255-level quantised histogram is closest (least KL
@@ -139,14 +162,25 @@ def calibrate(
     except Exception as exc:  # onnxruntime's errors come in several types
         raise ConversionError(f"calibration model cannot be loaded: {exc}") from None
     names = [i.name for i in model.graph.input]
-    hists = {t: _Histogram() for t in tensors}
+    keep = algorithm != "normal"  # min/max need no values
+    hists = {t: _Histogram(keep, _Histogram.CAP) for t in tensors}
+    probed = [t for t in tensors if t not in names]
     for k, sample in enumerate(samples):
         feed = dict(zip(names, sample))
-        for name in names:  # graph inputs are outputs of the probe too
-            hists[name].add(feed[name]) if name in hists else None
-        values = session.run([t for t in tensors if t not in names], feed)
-        for t, v in zip([t for t in tensors if t not in names], values):
-            hists[t].add(v)
+        # graph inputs are outputs of the probe too
+        values = [*((n, feed[n]) for n in names if n in hists),
+                  *zip(probed, session.run(probed, feed))]  # fmt: skip
+        for t, v in values:
+            try:
+                hists[t].add(v)
+            except ValueError as exc:
+                if progress is _progress and k:
+                    sys.stderr.write("\n")  # the E line starts a line of its own
+                what = "input" if t in names else "tensor"
+                raise ConversionError(
+                    f"calibration sample {k + 1}: {what} '{t}' {exc}; a scale cannot be "
+                    "chosen from it (check the dataset and mean/std)"
+                ) from None
         progress(k + 1, len(samples))
     for t, (lo, hi) in (bounds or {}).items():
         if t in hists:
