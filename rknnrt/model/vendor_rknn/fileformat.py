@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import VendorFormatError
 from . import literal
-from .flatbuf import Table, VendorFormatError
+from .flatbuf import Table
 
 HEADER = struct.Struct("<4sIQQ")  # magic, zero, format version, FlatBuffer length
 HEADER_SIZE = 64

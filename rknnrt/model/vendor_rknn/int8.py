@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import VendorFormatError
 from . import lut, weights
 from .fileformat import KIND_REGCMD, KIND_TASKS, Node, Tensor, VendorModel
-from .flatbuf import VendorFormatError
 
 # OUT_CVT offset, scale, shift register addresses per NPU generation (Model field 1).
 OUT_CVT = {

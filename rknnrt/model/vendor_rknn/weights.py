@@ -15,7 +15,7 @@ from math import prod
 
 import numpy as np
 
-from .flatbuf import VendorFormatError
+from ..errors import VendorFormatError
 
 
 def _tiles(native: list[int], name: str) -> list[list[int]]:

@@ -1,0 +1,129 @@
+"""Convolutions and the activations the compiler fused after them (ConvRelu, ConvAdd, ...).
+
+A fused op type names its steps after "Conv": `ConvAddRelu` is a convolution, then an Add of
+its extra operand, then a Relu. Each registered name maps to its steps (FUSIONS); an unlisted
+combination is refused by name. int8 weights, biases and scales: int8.py.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+from onnx import TensorProto
+
+from ..errors import VendorFormatError
+from . import int8, weights
+from .decoders import OpTable
+from .fileformat import CONST_KINDS, Node
+from .graph import GraphBuilder, is_helper
+
+# NPU formats whose weight packing was checked against the vendor simulator (fixtures).
+VERIFIED_PACKINGS = ("RKNPU v2", "RKNPU lite", "RKNPU f2")
+# Conv attribute slots (ONNX names in alphabetical order; pooling: window_ops.py).
+CONV_DILATIONS, CONV_GROUP, CONV_KERNEL, CONV_PADS, CONV_STRIDES = 1, 2, 3, 4, 5
+# op type -> the steps fused after the convolution
+FUSIONS: dict[str, tuple[str, ...]] = {
+    "Conv": (),
+    "ConvRelu": ("Relu",),
+    "ConvAdd": ("Add",),
+    "ConvAddRelu": ("Add", "Relu"),
+    "ConvMul": ("Mul",),
+    "ConvSigmoid": ("Sigmoid",),
+    "ConvExSwish": ("ExSwish",),
+}
+OPS = OpTable()
+
+
+def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
+    """A convolution (the weight and bias are its second and third inputs) and the steps
+    the compiler fused after it (`steps`, from the op type)."""
+    m = b.m
+    ins = [m.tensors[i] for i in n.inputs]
+    if len(ins) < 2:
+        raise VendorFormatError(f"vendor .rknn model: op {n.op_type} '{n.name}' lacks its weight")
+    x, w = ins[:2]
+    if m.npu_format not in VERIFIED_PACKINGS:
+        raise VendorFormatError(
+            f"vendor .rknn model: weight packing of NPU format '{m.npu_format}' "
+            f"({m.platform}; op '{n.name}') is not verified"
+        )
+    # A convolution the compiler tiled (`*_tile1`) may come without a bias.
+    bias = ins[2] if len(ins) > 2 and ins[2].kind in CONST_KINDS else None
+    rest = ins[3:] if bias is not None else ins[2:]
+    group = n.attr_int(CONV_GROUP, 1) or 1
+    kernel = n.attr_ints(CONV_KERNEL)
+    if len(w.shape) != 4 or not kernel:
+        raise VendorFormatError(
+            f"vendor .rknn model: op '{n.name}' has an undecodable weight shape"
+        )
+    oc, ic, kh, kw = w.shape
+    depthwise = group > 1 and oc == 1 and ic == group
+    if group > 1 and not depthwise:
+        raise VendorFormatError(
+            f"vendor .rknn model: grouped convolution '{n.name}' is not supported"
+        )
+    # The weights stay in their stored type inside the graph (half or a quarter of float32
+    # bytes to serialise and load); onnxruntime folds the conversion once at session creation.
+    if w.dtype == "float16":
+        w16 = weights.unpack(m.data(w), "float16", w.native_shape, oc, ic, kh, kw, w.name)
+        if depthwise:
+            w16 = w16.reshape(ic, 1, kh, kw)
+        weight = b.add("Cast", [b.weight(w16, "w")], "wf", to=TensorProto.FLOAT)
+        channels = ic if depthwise else oc
+        # (the compiler's depthwise convs for AveragePools come without a bias)
+        bf = m.const(bias, "<f4") if bias is not None else np.zeros(channels, np.float32)
+        if bf.size < channels:
+            raise VendorFormatError(f"vendor .rknn model: the bias of '{n.name}' is too short")
+        bf = bf[:channels]
+    elif w.dtype == "int8":
+        if bias is None:  # the scales are recovered from the bias blob
+            raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' without a bias blob")
+        operands = [t for t in rest if not is_helper(t)]
+        mul_operand = operands[0] if steps == ("Mul",) and len(operands) == 1 else None
+        conv = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise,
+                                 _lut_activation(steps), mul_operand)  # fmt: skip
+        per_channel = (-1, 1, 1, 1)
+        q = b.add("Cast", [b.weight(conv.q, "wq")], "wqf", to=TensorProto.FLOAT)
+        centred = b.add("Sub", [q, b.const(conv.zw.reshape(per_channel), "wzp")], "wc")
+        weight = b.add("Mul", [centred, b.const(conv.scale.reshape(per_channel), "ws")], "wf")
+        bf = conv.bias
+    else:
+        raise VendorFormatError(f"vendor .rknn model: conv weight type {w.dtype} is not supported")
+    attrs = dict(kernel_shape=kernel, group=group)
+    for key, slot in (("dilations", CONV_DILATIONS), ("pads", CONV_PADS),
+                      ("strides", CONV_STRIDES)):  # fmt: skip
+        value = n.attr_ints(slot)
+        if value:
+            attrs[key] = value
+    y = b.add("Conv", [b.conv_input(x), weight, b.const(bf.astype(np.float32), "b")],
+              "conv", **attrs)  # fmt: skip
+    extra = [t for t in rest if not is_helper(t)]
+    for step in steps:
+        if step in ("Add", "Mul"):
+            if len(extra) != 1:
+                raise VendorFormatError(
+                    f"vendor .rknn model: {n.op_type} '{n.name}' needs one operand"
+                )
+            y = b.add(step, [y, b.value(extra[0])], "fused")
+        elif step == "Relu":
+            y = b.add("Relu", [y], "relu")
+        elif b.quantized and _lut_activation(steps) is None:  # a table after other steps
+            raise VendorFormatError(
+                f"vendor .rknn model: int8 op {n.op_type} '{n.name}' (its pre-activation "
+                "scale is not decoded) is not supported"
+            )
+        elif step == "Sigmoid":
+            y = b.add("Sigmoid", [y], "sigmoid")
+        else:  # ExSwish
+            y = b.add("Mul", [y, b.add("Sigmoid", [y], "sigmoid")], "swish")
+    return y
+
+
+def _lut_activation(steps: tuple[str, ...]) -> str | None:
+    """The lookup-table activation whose table sets the conv's int8 scale (int8.py), if any."""
+    return steps[0] if steps in (("Sigmoid",), ("ExSwish",)) else None
+
+
+for _op_type, _steps in FUSIONS.items():
+    OPS.register(_op_type, shape_free=True)(partial(_conv, steps=_steps))
