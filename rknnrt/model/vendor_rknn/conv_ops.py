@@ -13,13 +13,17 @@ import numpy as np
 from onnx import TensorProto
 
 from ..errors import VendorFormatError
-from . import int8, weights
+from . import act_ops, int8, weights
 from .decoders import OpTable
 from .fileformat import CONST_KINDS, Node
 from .graph import GraphBuilder, is_helper
 
-# NPU formats whose weight packing was checked against the vendor simulator (fixtures).
-VERIFIED_PACKINGS = ("RKNPU v2", "RKNPU lite", "RKNPU f2")
+# NPU formats whose weight packing was checked against the vendor simulator (fixtures), per
+# weight type: rk3562 (t4) and rv1126b (f3) pack float16 weights as rk3588 does, int8 not.
+VERIFIED_PACKINGS = {
+    "float16": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3"),
+    "int8": ("RKNPU v2", "RKNPU lite", "RKNPU f2"),
+}
 # Conv attribute slots (ONNX names in alphabetical order; pooling: window_ops.py).
 CONV_DILATIONS, CONV_GROUP, CONV_KERNEL, CONV_PADS, CONV_STRIDES = 1, 2, 3, 4, 5
 # op type -> the steps fused after the convolution
@@ -31,7 +35,17 @@ FUSIONS: dict[str, tuple[str, ...]] = {
     "ConvMul": ("Mul",),
     "ConvSigmoid": ("Sigmoid",),
     "ConvExSwish": ("ExSwish",),
+    "ConvClip": ("Clip",),
+    "ConvHardSwish": ("HardSwish",),
+    "ConvExGelu": ("ExGelu",),
 }
+# Where a float16 ConvClip keeps its bounds (float32 register values; inferred from toolkit
+# 2.5.0 builds of Clip(0, 6) and Clip(-1.5, 2.5)): rk3588/rk3566 shift the input by -lo
+# (0x4064, and 0x4090.. hold lo) and clip at hi - lo (0x406c); rk3576/rk3562/rv1126b hold lo
+# and hi (0x4074, 0x4078).
+CLIP_SHIFTED = {"RKNPU v2": (0x4064, 0x406C), "RKNPU lite": (0x4064, 0x406C)}
+CLIP_BOUNDS = {"RKNPU f2": (0x4074, 0x4078), "RKNPU t4": (0x4074, 0x4078),
+               "RKNPU f3": (0x4074, 0x4078)}  # fmt: skip
 OPS = OpTable()
 
 
@@ -43,9 +57,9 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
     if len(ins) < 2:
         raise VendorFormatError(f"vendor .rknn model: op {n.op_type} '{n.name}' lacks its weight")
     x, w = ins[:2]
-    if m.npu_format not in VERIFIED_PACKINGS:
+    if m.npu_format not in VERIFIED_PACKINGS.get(w.dtype, ()):
         raise VendorFormatError(
-            f"vendor .rknn model: weight packing of NPU format '{m.npu_format}' "
+            f"vendor .rknn model: {w.dtype} weight packing of NPU format '{m.npu_format}' "
             f"({m.platform}; op '{n.name}') is not verified"
         )
     # A convolution the compiler tiled (`*_tile1`) may come without a bias.
@@ -108,6 +122,8 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
             y = b.add(step, [y, b.value(extra[0])], "fused")
         elif step == "Relu":
             y = b.add("Relu", [y], "relu")
+        elif step == "Clip":
+            y = _clip(b, n, y)
         elif b.quantized and _lut_activation(steps) is None:  # a table after other steps
             raise VendorFormatError(
                 f"vendor .rknn model: int8 op {n.op_type} '{n.name}' (its pre-activation "
@@ -115,9 +131,49 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
             )
         elif step == "Sigmoid":
             y = b.add("Sigmoid", [y], "sigmoid")
+        elif step == "HardSwish":
+            y = b.add("Mul", [y, b.add("HardSigmoid", [y], "hsig", alpha=1 / 6, beta=0.5)],
+                      "hswish")  # fmt: skip
+        elif step == "ExGelu":
+            y = act_ops.gelu(b, y)
         else:  # ExSwish
             y = b.add("Mul", [y, b.add("Sigmoid", [y], "sigmoid")], "swish")
     return y
+
+
+def _float_reg(regs: dict[int, int], reg: int) -> float:
+    return float(np.array(regs.get(reg, 0), np.uint32).view(np.float32))
+
+
+def _clip(b: GraphBuilder, n: Node, y: str) -> str:
+    """A fused Clip. int8: the output's quantisation range starts at the lower bound 0 and
+    the calibrated range lies inside the bounds, so saturation clips (a Relu, then rounding to
+    the output's type). float16: the bounds from the op's registers."""
+    out = b.m.tensors[n.outputs[0]]
+    if b.quantized:
+        if out.zp[:1] != [-128]:
+            raise VendorFormatError(
+                f"vendor .rknn model: int8 ConvClip '{n.name}' with a lower bound other than 0 "
+                "is not supported"
+            )
+        return b.add("Relu", [y], "relu")
+    regs = b.registers().first_task(n)
+    fmt = b.m.npu_format
+    if fmt in CLIP_SHIFTED and regs is not None:
+        shift_reg, span_reg = CLIP_SHIFTED[fmt]
+        lo, hi = -_float_reg(regs, shift_reg), _float_reg(regs, span_reg)
+        if lo != 0:  # (the shifted form's other registers are not decoded)
+            hi = float("nan")
+    elif fmt in CLIP_BOUNDS and regs is not None:
+        lo, hi = (_float_reg(regs, r) for r in CLIP_BOUNDS[fmt])
+    else:
+        lo = hi = float("nan")
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise VendorFormatError(
+            f"vendor .rknn model: the bounds of ConvClip '{n.name}' ({fmt}) are not decoded"
+        )
+    bounds = [b.const(np.array(v, np.float32), "clip") for v in (lo, hi)]
+    return b.add("Clip", [y, *bounds], "clip")
 
 
 def _lut_activation(steps: tuple[str, ...]) -> str | None:

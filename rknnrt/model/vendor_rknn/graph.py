@@ -40,7 +40,14 @@ class GraphBuilder:
         self.conv_inputs: dict[int, str] = {}  # int8 tensor index -> its value for a Conv
         self.quantized = any(t.qnt_type == "int8" for t in model.tensors)
         self.regs = int8.RegisterFile(model) if self.quantized else None
+        self._registers = self.regs
         self._n = 0
+
+    def registers(self) -> int8.RegisterFile:
+        """The ops' register values (read on first use in a float model)."""
+        if self._registers is None:
+            self._registers = int8.RegisterFile(self.m)
+        return self._registers
 
     def fresh(self, hint: str) -> str:
         self._n += 1

@@ -25,10 +25,11 @@ OUT_CVT = {
     "RKNPU lite": (0x4080, 0x4084, 0x4088),  # rk3566/rk3568
     "RKNPU f2": (0x40AC, 0x40B0, 0x40B4),  # rk3576
     "RKNPU t4": (0x40AC, 0x40B0, 0x40B4),  # rk3562
+    "RKNPU f3": (0x40AC, 0x40B0, 0x40B4),  # rv1126b
 }
 TASK = struct.Struct("<8IQ")  # flags, op index, enable mask, 3 x irq, count, offset, address
 # Output channels per bias-blob group `[g x i32 A | g x i16 B | g x u16 C]` (NPU format).
-BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8}
+BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8, "RKNPU t4": 8, "RKNPU f3": 8}
 
 
 class RegisterFile:
@@ -38,6 +39,7 @@ class RegisterFile:
         self.model = m
         self.cvt = OUT_CVT.get(m.npu_format)
         self.by_op: dict[int, dict[int, int]] = {}
+        self.first: dict[int, dict[int, int]] = {}  # op index -> its first computing task's
         reg_t, task_t = m.by_kind(KIND_REGCMD), m.by_kind(KIND_TASKS)
         if reg_t is None or task_t is None:
             return
@@ -61,10 +63,15 @@ class RegisterFile:
             regs: dict[int, int] = {}
             for entry in entries:
                 regs.setdefault(entry & 0xFFFF, (entry >> 16) & 0xFFFFFFFF)
+            self.first.setdefault(op, regs)
             # the op's first task that programs the output conversion (a convolution task:
             # enable mask 0x1d on rk3588, 0x1f on rk3566; pooling tasks do not set it)
             if self.cvt is not None and all(r in regs for r in self.cvt):
                 self.by_op[op] = regs
+
+    def first_task(self, n: Node) -> dict[int, int] | None:
+        """The registers of op `n`'s first task that is no lookup-table upload."""
+        return self.first.get(n.index)
 
     def out_cvt(self, n: Node) -> tuple[int, int, int]:
         regs = self.by_op.get(n.index)
