@@ -200,20 +200,20 @@ def m_transformer(net: Net):
 
 
 def m_padslice(net: Net):
-    """Pad (constant, asymmetric) before a conv, a Slice of the channels and of the rows,
-    Concat of the slices."""
-    p = net.op("Pad", ["x", net.const(np.array([0, 0, 1, 0, 0, 0, 2, 1], np.int64))],
-               mode="constant")  # fmt: skip
-    y = net.op("Relu", [net.conv(p, 3, 16, 3)])
-    s1 = net.op("Slice", [y, net.const(np.array([0], np.int64)), net.const(np.array([8], np.int64)),
-                          net.const(np.array([1], np.int64))])  # fmt: skip
-    s2 = net.op("Slice", [y, net.const(np.array([8, 2], np.int64)),
-                          net.const(np.array([16, 18], np.int64)),
-                          net.const(np.array([1, 2], np.int64))])  # fmt: skip
-    s1 = net.op("Slice", [s1, net.const(np.array([2], np.int64)), net.const(np.array([18], np.int64)),
-                          net.const(np.array([2], np.int64))])  # fmt: skip
-    out = net.conv(net.op("Concat", [s1, s2], axis=1), 16, 8, 1)
-    return "x", [1, 3, 16, 16], out, [1, 8, 16, 17]
+    """Slices of the channels and of the rows (steps 1 and 2), Concat of the slices, an
+    asymmetric constant Pad after a Relu (a Pad straight before a conv is folded into it)."""
+    y = net.op("Relu", [net.conv("x", 3, 16, 3)])
+
+    def ints(*v: int) -> str:
+        return net.const(np.array(v, np.int64))
+
+    s1 = net.op("Slice", [y, ints(0), ints(8), ints(1)])
+    s1 = net.op("Slice", [s1, ints(2), ints(18), ints(2), ints(2)])
+    s2 = net.op("Slice", [y, ints(8, 2), ints(16, 18), ints(1, 2), ints(1, 2)])
+    c = net.op("Concat", [s1, s2], axis=1)
+    p = net.op("Pad", [net.op("Relu", [c]), ints(0, 0, 1, 0, 0, 0, 2, 1)], mode="constant")
+    out = net.conv(p, 16, 8, 1)
+    return "x", [1, 3, 18, 16], out, [1, 8, 11, 17]
 
 
 def m_stem(net: Net):

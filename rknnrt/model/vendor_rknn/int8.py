@@ -29,7 +29,17 @@ OUT_CVT = {
 }
 TASK = struct.Struct("<8IQ")  # flags, op index, enable mask, 3 x irq, count, offset, address
 # Output channels per bias-blob group `[g x i32 A | g x i16 B | g x u16 C]` (NPU format).
-BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8, "RKNPU t4": 8, "RKNPU f3": 8}
+BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8, "RKNPU t4": 4, "RKNPU f3": 8}
+# rv1126b's int8 weights and bias blobs are byte for byte rk3576's (the same ONNX model built
+# for both), so it follows rk3576's int8 rules.
+INT8_FAMILY = {"RKNPU f3": "RKNPU f2"}
+# Depthwise weights as (w, -zw) pairs with a bias blob without B (weights.unpack_depthwise_pairs).
+DEPTHWISE_PAIRS = ("RKNPU f2", "RKNPU t4")
+
+
+def family(npu_format: str) -> str:
+    """The NPU format whose int8 packing rules `npu_format` follows."""
+    return INT8_FAMILY.get(npu_format, npu_format)
 
 
 class RegisterFile:
@@ -93,7 +103,7 @@ class RegisterFile:
             out = self.model.tensors[n.outputs[0]].name if n.outputs else ""
             cfg = next((t for t in self.model.tensors if t.name == out + lut.BN_CFG_SUFFIX), None)
             raw = bytes(self.model.data(cfg)) if cfg is not None else None
-            multiplier = lut.bn_multiplier(regs, self.model.npu_format, raw)
+            multiplier = lut.bn_multiplier(regs, family(self.model.npu_format), raw)
             scale = lut.input_scale(regs, table, kind, multiplier)
         if scale is None:
             raise VendorFormatError(
@@ -147,15 +157,13 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
     if identity is not None:
         return identity
     pairs_zw = None
-    if regs.model.npu_format == "RKNPU f2" and depthwise:
+    fmt = family(regs.model.npu_format)
+    if fmt in DEPTHWISE_PAIRS and depthwise:
         q, pairs_zw = weights.unpack_depthwise_pairs(
             _data(regs, w), w.native_shape, ic, kh, kw, w.name
         )
     elif (
-        regs.model.npu_format == "RKNPU f2"
-        and len(w.native_shape) == 6
-        and w.native_shape[-1] == 4
-        and not depthwise
+        fmt == "RKNPU f2" and len(w.native_shape) == 6 and w.native_shape[-1] == 4 and not depthwise
     ):
         q = weights.unpack_kh_oc_kw_ic4(_data(regs, w), w.native_shape, oc, ic, kh, kw, w.name)
     else:
