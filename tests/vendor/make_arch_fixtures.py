@@ -199,21 +199,41 @@ def m_transformer(net: Net):
     return "x", [1, t, d], out, [1, t, d]
 
 
-def m_padslice(net: Net):
-    """Slices of the channels and of the rows (steps 1 and 2), Concat of the slices, an
-    asymmetric constant Pad after a Relu (a Pad straight before a conv is folded into it)."""
+def _ints(net: Net, *v: int) -> str:
+    return net.const(np.array(v, np.int64))
+
+
+def m_slice(net: Net):
+    """Slices of the channels and of the rows (steps 1 and 2) and their Concat."""
     y = net.op("Relu", [net.conv("x", 3, 16, 3)])
+    s1 = net.op("Slice", [y, _ints(net, 0), _ints(net, 8), _ints(net, 1)])
+    s1 = net.op("Slice", [s1, _ints(net, 2), _ints(net, 18), _ints(net, 2), _ints(net, 2)])
+    s2 = net.op("Slice", [y, _ints(net, 8, 2), _ints(net, 16, 18), _ints(net, 1, 2),
+                          _ints(net, 1, 2)])  # fmt: skip
+    out = net.conv(net.op("Concat", [s1, s2], axis=1), 16, 8, 1)
+    return "x", [1, 3, 18, 16], out, [1, 8, 8, 16]
 
-    def ints(*v: int) -> str:
-        return net.const(np.array(v, np.int64))
 
-    s1 = net.op("Slice", [y, ints(0), ints(8), ints(1)])
-    s1 = net.op("Slice", [s1, ints(2), ints(18), ints(2), ints(2)])
-    s2 = net.op("Slice", [y, ints(8, 2), ints(16, 18), ints(1, 2), ints(1, 2)])
-    c = net.op("Concat", [s1, s2], axis=1)
-    p = net.op("Pad", [net.op("Relu", [c]), ints(0, 0, 1, 0, 0, 0, 2, 1)], mode="constant")
-    out = net.conv(p, 16, 8, 1)
-    return "x", [1, 3, 18, 16], out, [1, 8, 11, 17]
+def m_pad(net: Net):
+    """An asymmetric constant Pad after a Relu (a Pad straight before a conv is folded)."""
+    y = net.op("Relu", [net.conv("x", 3, 8, 3)])
+    pads = np.array([0, 0, 1, 0, 0, 0, 2, 1], np.int64)
+    p = net.op("Pad", [y, net.const(pads), net.const(np.float32(0.5))], mode="constant")
+    return "x", [1, 3, 8, 8], net.conv(p, 8, 8, 1), [1, 8, 11, 9]
+
+
+def m_clip(net: Net):
+    """Clip(-1.5, 2.5) fused into a conv (not ReLU6: a lower bound below 0)."""
+    c = net.conv("x", 3, 16, 3)
+    y = net.op("Clip", [c, net.const(np.float32(-1.5)), net.const(np.float32(2.5))])
+    return "x", [1, 3, 8, 8], y, [1, 16, 8, 8]
+
+
+def m_hsig(net: Net):
+    """HardSigmoid(0.2, 0.4) and HardSigmoid(1/6, 1/2) fused into convs, then an Add."""
+    a = net.op("HardSigmoid", [net.conv("x", 3, 16, 3)], alpha=0.2, beta=0.4)
+    c = net.op("HardSigmoid", [net.conv("x", 3, 16, 3)], alpha=1 / 6, beta=0.5)
+    return "x", [1, 3, 8, 8], net.op("Add", [a, c]), [1, 16, 8, 8]
 
 
 def m_stem(net: Net):
@@ -228,12 +248,17 @@ def m_stem(net: Net):
 
 
 MODELS = {f.__name__[2:]: f for f in (m_mbv2, m_mbv3, m_effnet, m_yoloneck, m_densenet,
-                                      m_transformer, m_padslice, m_stem)}  # fmt: skip
+                                      m_transformer, m_slice, m_pad, m_clip, m_hsig,
+                                      m_stem)}  # fmt: skip
+# Each model's weight seed (1000 + position): stable when models are added at the end
+# ("padslice" is retired: the toolkit 2.5.0 failed to build its Pad without a constant value).
+SEED_ORDER = ("densenet", "effnet", "mbv2", "mbv3", "padslice", "stem", "transformer",
+              "yoloneck", "slice", "pad", "clip", "hsig")  # fmt: skip
 OPSETS = {"transformer": 17}
 
 
 def make_onnx(name: str) -> onnx.ModelProto:
-    net = Net(1000 + sorted(MODELS).index(name))
+    net = Net(1000 + SEED_ORDER.index(name))
     x, xshape, y, yshape = MODELS[name](net)
     graph = h.make_graph(net.nodes, name, [h.make_tensor_value_info(x, TP.FLOAT, xshape)],
                          [h.make_tensor_value_info(y, TP.FLOAT, yshape)], net.inits)  # fmt: skip

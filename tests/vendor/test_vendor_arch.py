@@ -20,9 +20,11 @@ PLATFORMS = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")
 
 # stem -> the words of its refusal (docs/vendor-rknn.md, "Op and packing table")
 REFUSED: dict[str, str] = {
-    **{f"mbv3_{p}_fp16": "op ConvHardSigmoid" for p in PLATFORMS},
     **{f"mbv3_{p}_i8": "int8 op ConvHardSwish" for p in PLATFORMS},
+    **{f"hsig_{p}_i8": "int8 op ConvHardSigmoid" for p in PLATFORMS},
     **{f"densenet_{p}_i8": "int8 BatchNormalizationRelu" for p in PLATFORMS},
+    **{f"clip_{p}_i8": "int8 ConvClip" for p in PLATFORMS},
+    **{f"clip_{p}_fp16": "bounds of ConvClip" for p in ("rk3588", "rk3566", "rk3562")},
     **{
         f"transformer_{p}_{d}": "op exSDPAttention"
         for p in PLATFORMS
@@ -50,10 +52,10 @@ def test_refused_by_name(stem: str) -> None:
 
 
 def test_the_fixture_set_covers_every_platform_and_dtype() -> None:
-    assert len(REPORTED) == 70
+    assert len(REPORTED) == 110
     for p in PLATFORMS:
         for d in ("i8", "fp16"):
-            assert sum(r["platform"] == p and r["dtype"] == d for r in REPORTED.values()) == 7
+            assert sum(r["platform"] == p and r["dtype"] == d for r in REPORTED.values()) == 11
     loads = {(REPORTED[s]["platform"], REPORTED[s]["dtype"]) for s in AGREE}
     assert {(p, "fp16") for p in PLATFORMS} <= loads
 
@@ -101,10 +103,12 @@ def test_fused_activations_agree_on_rk3588() -> None:
     """ConvClip (MobileNetV2), Resize nearest + bilinear and exSwish (YOLO neck), standalone
     BatchNormalizationRelu (DenseNet), rk3576's int8 7x7 stem with 3 input channels, 64-channel
     depthwise tiles and global pool, rk3562's int8 depthwise and rv1126b's int8 (not slow: one
-    file each)."""
+    file each); HardSigmoid(0.2, 0.4) on rk3562, Clip(-1.5, 2.5) on rk3576, Pad, Slice,
+    MobileNetV3's HardSwish/HardSigmoid."""
     for stem in ("mbv2_rk3588_fp16", "mbv2_rk3588_i8", "yoloneck_rk3588_i8",
                  "densenet_rk3588_fp16", "stem_rk3576_i8", "stem_rk3562_i8",
-                 "mbv2_rv1126b_i8"):  # fmt: skip
+                 "mbv2_rv1126b_i8", "hsig_rk3562_fp16", "clip_rk3576_fp16", "pad_rk3588_i8",
+                 "slice_rk3566_i8", "mbv3_rk3588_fp16"):  # fmt: skip
         for kind, value, worst in _steps_and_cosines(stem):
             assert value >= (0.99 if kind == "int8" else 0.9999), (stem, value, worst)
 

@@ -13,7 +13,7 @@ import numpy as np
 from onnx import TensorProto
 
 from ..errors import VendorFormatError
-from . import act_ops, int8, weights
+from . import act_ops, int8, lut, weights
 from .decoders import OpTable
 from .fileformat import CONST_KINDS, Node
 from .graph import GraphBuilder, is_helper
@@ -37,15 +37,17 @@ FUSIONS: dict[str, tuple[str, ...]] = {
     "ConvExSwish": ("ExSwish",),
     "ConvClip": ("Clip",),
     "ConvHardSwish": ("HardSwish",),
+    "ConvHardSigmoid": ("HardSigmoid",),
     "ConvExGelu": ("ExGelu",),
 }
 # Where a float16 ConvClip keeps its bounds (float32 register values; inferred from toolkit
 # 2.5.0 builds of Clip(0, 6) and Clip(-1.5, 2.5)): rk3588/rk3566 shift the input by -lo
-# (0x4064, and 0x4090.. hold lo) and clip at hi - lo (0x406c); rk3576/rk3562/rv1126b hold lo
-# and hi (0x4074, 0x4078).
-CLIP_SHIFTED = {"RKNPU v2": (0x4064, 0x406C), "RKNPU lite": (0x4064, 0x406C)}
-CLIP_BOUNDS = {"RKNPU f2": (0x4074, 0x4078), "RKNPU t4": (0x4074, 0x4078),
-               "RKNPU f3": (0x4074, 0x4078)}  # fmt: skip
+# (0x4064, and 0x4090.. hold lo) and clip at hi - lo (0x406c), rk3562 likewise with 0x4040 and
+# 0x4078 (only lo = 0 is decoded in the shifted form); rk3576/rv1126b hold lo and hi (0x4074,
+# 0x4078).
+CLIP_SHIFTED = {"RKNPU v2": (0x4064, 0x406C), "RKNPU lite": (0x4064, 0x406C),
+                "RKNPU t4": (0x4040, 0x4078)}  # fmt: skip
+CLIP_BOUNDS = {"RKNPU f2": (0x4074, 0x4078), "RKNPU f3": (0x4074, 0x4078)}
 OPS = OpTable()
 
 
@@ -134,6 +136,9 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
         elif step == "HardSwish":
             y = b.add("Mul", [y, b.add("HardSigmoid", [y], "hsig", alpha=1 / 6, beta=0.5)],
                       "hswish")  # fmt: skip
+        elif step == "HardSigmoid":
+            alpha, beta = _hard_sigmoid(b, n)
+            y = b.add("HardSigmoid", [y], "hsig", alpha=alpha, beta=beta)
         elif step == "ExGelu":
             y = act_ops.gelu(b, y)
         else:  # ExSwish
@@ -174,6 +179,50 @@ def _clip(b: GraphBuilder, n: Node, y: str) -> str:
         )
     bounds = [b.const(np.array(v, np.float32), "clip") for v in (lo, hi)]
     return b.add("Clip", [y, *bounds], "clip")
+
+
+# A fused HardSigmoid feeds a linear lookup table u -> clamp(u / 2^16 + 1/2) with
+# u = 32767.5 (alpha x + beta - 1/2): rk3588/rk3566 program the multiplier 32767.5 alpha as
+# float16 in bits 31:16 of 0x4068 and add 32767.5 (beta - 1/2) as float32 (0x4064) after it;
+# rk3562 programs the same registers but adds (beta - 1/2) / alpha before the multiplier, as
+# rk3576/rv1126b do, which keep the multiplier in u16 word 16 of the output's BnCfg constant
+# and the addend in its float32 word 0. Inferred from HardSigmoid(0.2, 0.4) and (1/6, 1/2)
+# builds; the multiplier has float16 precision, so the alphas of PyTorch (1/6) and of ONNX's
+# default (0.2) are taken exactly where they round to it.
+HSIG_UNIT = 32767.5
+HSIG_REGS = {"RKNPU v2": (0x4064, 0x4068), "RKNPU lite": (0x4064, 0x4068),
+             "RKNPU t4": (0x4064, 0x4068)}  # fmt: skip
+HSIG_ADD_AFTER = ("RKNPU v2", "RKNPU lite")  # the addend follows the multiplier
+HSIG_ALPHAS = (1 / 6, 0.2)
+
+
+def _hard_sigmoid(b: GraphBuilder, n: Node) -> tuple[float, float]:
+    fmt = b.m.npu_format
+    mul = add = None
+    if fmt in HSIG_REGS:
+        regs = b.registers().first_task(n) or {}
+        add_reg, mul_reg = HSIG_REGS[fmt]
+        if mul_reg in regs and not (regs[mul_reg] >> 8) & 0x3F:
+            mul, add = regs[mul_reg] >> 16, _float_reg(regs, add_reg)
+    else:
+        name = b.m.tensors[n.outputs[0]].name + lut.BN_CFG_SUFFIX
+        cfg = next((t for t in b.m.tensors if t.name == name), None)
+        raw = bytes(b.m.data(cfg)) if cfg is not None else b""
+        if len(raw) >= 2 * lut.BN_CFG_OPERAND + 2:
+            mul = int(np.frombuffer(raw, "<u2", lut.BN_CFG_OPERAND + 1)[-1])
+            add = float(np.frombuffer(raw, "<f4", 1)[0])
+    if mul is None or add is None:
+        raise VendorFormatError(
+            f"vendor .rknn model: the parameters of {n.op_type} '{n.name}' ({fmt}) are not decoded"
+        )
+    scaled = float(np.array(mul, np.uint16).view(np.float16))
+    alpha = next((a for a in HSIG_ALPHAS if float(np.float16(a * HSIG_UNIT)) == scaled),
+                 scaled / HSIG_UNIT)  # fmt: skip
+    beta = 0.5 + (add / HSIG_UNIT if fmt in HSIG_ADD_AFTER else add * alpha)
+    if not (np.isfinite(alpha) and np.isfinite(beta) and alpha > 0):
+        raise VendorFormatError(f"vendor .rknn model: {n.op_type} '{n.name}' has invalid "
+                                "parameters")  # fmt: skip
+    return alpha, float(np.float32(beta))
 
 
 def _lut_activation(steps: tuple[str, ...]) -> str | None:

@@ -80,3 +80,38 @@ def split(b: GraphBuilder, n: Node) -> list[str]:
     sizes_name = b.const(np.array(sizes, np.int64), "sizes")
     b.nodes.append(oh.make_node("Split", [b.value(x), sizes_name], names, axis=axis))
     return names
+
+
+@OPS.register("Slice")
+def slice_op(b: GraphBuilder, n: Node) -> str:
+    """Slice with ONNX's inputs (starts, ends, axes, steps: int64 constants)."""
+    x = b.value(single(b, n))
+    consts = [t for t in operands(b, n)[1:] if t.kind in CONST_KINDS]
+    if not 2 <= len(consts) <= 4 or any(t.dtype != "int64" for t in consts):
+        raise VendorFormatError(f"vendor .rknn model: Slice '{n.name}' has no int64 bounds")
+    arrays = [b.m.const(t).reshape(-1) for t in consts]
+    if len({a.size for a in arrays}) != 1 or (len(arrays) == 4 and not arrays[3].all()):
+        raise VendorFormatError(f"vendor .rknn model: Slice '{n.name}' has invalid bounds")
+    return b.add("Slice", [x, *(b.const(a, "slice") for a in arrays)], "slice")
+
+
+PAD_MODE = 0  # Pad attribute slot
+
+
+@OPS.register("Pad")
+def pad(b: GraphBuilder, n: Node) -> str:
+    """Pad (constant mode) with ONNX's inputs: int64 pads, then the constant value."""
+    x = b.value(single(b, n))
+    mode = n.attrs.string(PAD_MODE) if n.attrs is not None else None
+    consts = [t for t in operands(b, n)[1:] if t.kind in CONST_KINDS]
+    if (mode or "constant") != "constant" or not consts or consts[0].dtype != "int64":
+        raise VendorFormatError(
+            f"vendor .rknn model: Pad '{n.name}' (mode {mode}) is not supported"
+        )
+    pads = b.m.const(consts[0]).reshape(-1)
+    value = b.m.const(consts[1]).astype(np.float32).reshape(-1) if len(consts) > 1 else \
+        np.zeros(1, np.float32)  # fmt: skip
+    if pads.size != 2 * len(single(b, n).shape) or value.size != 1 or pads.min() < 0:
+        raise VendorFormatError(f"vendor .rknn model: Pad '{n.name}' has invalid pads")
+    return b.add("Pad", [x, b.const(pads, "pads"), b.const(value.reshape(()), "value")], "pad",
+                 mode="constant")  # fmt: skip
