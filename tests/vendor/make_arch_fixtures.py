@@ -236,6 +236,16 @@ def m_hsig(net: Net):
     return "x", [1, 3, 8, 8], net.op("Add", [a, c]), [1, 16, 8, 8]
 
 
+def m_argmax(net: Net):
+    """A segmentation head: conv, bilinear 2x upsample, ArgMax over the classes (as
+    PP-HumanSeg's; the vendor runs ArgMax on the CPU with an int64 output)."""
+    y = net.conv(net.op("Relu", [net.conv("x", 3, 8, 3, 2)]), 8, 4, 1)
+    roi, scales = net.const(np.zeros(0, np.float32)), net.const(np.array([1, 1, 2, 2], np.float32))
+    up = net.op("Resize", [y, roi, scales], mode="linear",
+                coordinate_transformation_mode="half_pixel")  # fmt: skip
+    return "x", [1, 3, 16, 16], net.op("ArgMax", [up], axis=1, keepdims=1), [1, 1, 16, 16]
+
+
 def m_stem(net: Net):
     """ResNet/RegNet stem and head: 7x7 s2 conv 3->32 + Relu, 3x3 max pool, depthwise 3x3 with
     64+ channels (tiled by 64 on rk3576), global average pool."""
@@ -249,19 +259,20 @@ def m_stem(net: Net):
 
 MODELS = {f.__name__[2:]: f for f in (m_mbv2, m_mbv3, m_effnet, m_yoloneck, m_densenet,
                                       m_transformer, m_slice, m_pad, m_clip, m_hsig,
-                                      m_stem)}  # fmt: skip
+                                      m_argmax, m_stem)}  # fmt: skip
 # Each model's weight seed (1000 + position): stable when models are added at the end
 # ("padslice" is retired: the toolkit 2.5.0 failed to build its Pad without a constant value).
 SEED_ORDER = ("densenet", "effnet", "mbv2", "mbv3", "padslice", "stem", "transformer",
-              "yoloneck", "slice", "pad", "clip", "hsig")  # fmt: skip
+              "yoloneck", "slice", "pad", "clip", "hsig", "argmax")  # fmt: skip
 OPSETS = {"transformer": 17}
 
 
 def make_onnx(name: str) -> onnx.ModelProto:
     net = Net(1000 + SEED_ORDER.index(name))
     x, xshape, y, yshape = MODELS[name](net)
+    y_type = TP.INT64 if name == "argmax" else TP.FLOAT
     graph = h.make_graph(net.nodes, name, [h.make_tensor_value_info(x, TP.FLOAT, xshape)],
-                         [h.make_tensor_value_info(y, TP.FLOAT, yshape)], net.inits)  # fmt: skip
+                         [h.make_tensor_value_info(y, y_type, yshape)], net.inits)  # fmt: skip
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", OPSETS.get(name, 14))])
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)

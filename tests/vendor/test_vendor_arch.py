@@ -52,10 +52,10 @@ def test_refused_by_name(stem: str) -> None:
 
 
 def test_the_fixture_set_covers_every_platform_and_dtype() -> None:
-    assert len(REPORTED) == 110
+    assert len(REPORTED) == 120
     for p in PLATFORMS:
         for d in ("i8", "fp16"):
-            assert sum(r["platform"] == p and r["dtype"] == d for r in REPORTED.values()) == 11
+            assert sum(r["platform"] == p and r["dtype"] == d for r in REPORTED.values()) == 12
     loads = {(REPORTED[s]["platform"], REPORTED[s]["dtype"]) for s in AGREE}
     assert {(p, "fp16") for p in PLATFORMS} <= loads
 
@@ -118,3 +118,18 @@ def test_fused_activations_agree_on_rk3588() -> None:
 def test_depthwise_conv_exswish_int8_drift_is_bounded(stem: str) -> None:
     for kind, value, worst in _steps_and_cosines(stem):
         assert kind == "int8" and value >= 0.9 and worst <= 4 + 1e-3, (stem, value, worst)
+
+
+@pytest.mark.parametrize("stem", [f"argmax_{p}_{d}" for p in PLATFORMS for d in ("i8", "fp16")])
+def test_argmax_indices_equal_the_simulator(stem: str) -> None:
+    """ArgMax (int64 output, on the vendor's CPU) gives the simulator's class indices."""
+    with np.load(ARCH / f"{stem}.npz", allow_pickle=False) as data:
+        ref = {k: data[k] for k in data.files}
+    lite = RKNNLite()
+    assert lite.load_rknn(str(ARCH / f"{stem}.rknn")) == 0
+    assert lite.init_runtime() == 0
+    for s in range(ref["in0"].shape[0]):
+        (out,) = lite.inference(inputs=[ref["in0"][s]], data_format=["nchw"])
+        np.testing.assert_array_equal(np.asarray(out).ravel(), ref["out0"][s].ravel())
+        assert len(np.unique(ref["out0"][s])) > 1  # a real choice between classes
+    lite.release()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
 from onnx import helper as oh
 
 from ..errors import VendorFormatError
@@ -115,3 +116,21 @@ def pad(b: GraphBuilder, n: Node) -> str:
         raise VendorFormatError(f"vendor .rknn model: Pad '{n.name}' has invalid pads")
     return b.add("Pad", [x, b.const(pads, "pads"), b.const(value.reshape(()), "value")], "pad",
                  mode="constant")  # fmt: skip
+
+
+ARGMAX_AXIS, ARGMAX_KEEPDIMS, ARGMAX_LAST = 0, 1, 2  # ArgMax attribute slots
+
+
+@OPS.register("ArgMax")
+def argmax(b: GraphBuilder, n: Node) -> str:
+    """ArgMax (a segmentation head's); the index is carried as float32 like every value of
+    the rebuilt graph (exact below 2^24) and cast to the output's stored type at the end."""
+    src = single(b, n)
+    x = b.value(src)
+    axis, keepdims, last = (n.attr_int(slot, default) for slot, default in
+                            ((ARGMAX_AXIS, 0), (ARGMAX_KEEPDIMS, 1), (ARGMAX_LAST, 0)))  # fmt: skip
+    if not -len(src.shape) <= axis < len(src.shape) or keepdims not in (0, 1) or \
+            last not in (0, 1) or max(src.shape, default=0) >= 1 << 24:  # fmt: skip
+        raise VendorFormatError(f"vendor .rknn model: ArgMax '{n.name}' is not supported")
+    index = b.add("ArgMax", [x], "argmax", axis=axis, keepdims=keepdims, select_last_index=last)
+    return b.add("Cast", [index], "argf", to=TensorProto.FLOAT)
