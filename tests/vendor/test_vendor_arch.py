@@ -22,7 +22,6 @@ PLATFORMS = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")
 REFUSED: dict[str, str] = {
     **{f"mbv3_{p}_i8": "int8 op ConvHardSwish" for p in PLATFORMS},
     **{f"hsig_{p}_i8": "int8 op ConvHardSigmoid" for p in PLATFORMS},
-    **{f"densenet_{p}_i8": "int8 BatchNormalizationRelu" for p in PLATFORMS},
     **{f"clip_{p}_i8": "int8 ConvClip" for p in PLATFORMS},
     **{f"clip_{p}_fp16": "bounds of ConvClip" for p in ("rk3588", "rk3566", "rk3562")},
     **{
@@ -105,7 +104,7 @@ def test_fused_activations_agree_on_rk3588() -> None:
     depthwise tiles and global pool, rk3562's int8 depthwise and rv1126b's int8 (not slow: one
     file each); HardSigmoid(0.2, 0.4) on rk3562, Clip(-1.5, 2.5) on rk3576, Pad, Slice,
     MobileNetV3's HardSwish/HardSigmoid."""
-    for stem in ("mbv2_rk3588_fp16", "mbv2_rk3588_i8", "yoloneck_rk3588_i8",
+    for stem in ("mbv2_rk3588_fp16", "mbv2_rk3588_i8", "yoloneck_rk3588_i8", "densenet_rk3576_i8",
                  "densenet_rk3588_fp16", "stem_rk3576_i8", "stem_rk3562_i8",
                  "mbv2_rv1126b_i8", "hsig_rk3562_fp16", "clip_rk3576_fp16", "pad_rk3588_i8",
                  "slice_rk3566_i8", "mbv3_rk3588_fp16"):  # fmt: skip

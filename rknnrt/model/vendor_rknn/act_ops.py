@@ -78,16 +78,41 @@ def batch_norm(b: GraphBuilder, n: Node) -> str:
     x = b.value(src)
     if len(src.shape) < 2:
         raise VendorFormatError(f"vendor .rknn model: {n.op_type} '{n.name}' has no channels")
-    eps = float(n.attrs.scalar(BN_EPSILON, "<f", BN_DEFAULT_EPSILON)) if n.attrs is not None \
-        else BN_DEFAULT_EPSILON  # fmt: skip
-    if b.quantized:  # int16/int32 parameters with scales of their own
-        raise VendorFormatError(
-            f"vendor .rknn model: int8 {n.op_type} '{n.name}' (quantised parameters) is not decoded"
-        )
-    scale, bias, mean, var = _params(b, n, 4, src.shape[1])
-    names = [b.const(p, "bn") for p in (scale, bias, mean, var)]
-    y = b.add("BatchNormalization", [x, *names], "bn", epsilon=eps)
+    if b.quantized:
+        y = _int8_batch_norm(b, n, x, src.shape[1], src.scale)
+    else:
+        eps = float(n.attrs.scalar(BN_EPSILON, "<f", BN_DEFAULT_EPSILON)) if n.attrs is not None \
+            else BN_DEFAULT_EPSILON  # fmt: skip
+        scale, bias, mean, var = _params(b, n, 4, src.shape[1])
+        names = [b.const(p, "bn") for p in (scale, bias, mean, var)]
+        y = b.add("BatchNormalization", [x, *names], "bn", epsilon=eps)
     return b.add("Relu", [y], "relu") if n.op_type.endswith("Relu") else y
+
+
+def _int8_batch_norm(b: GraphBuilder, n: Node, x: str, channels: int,
+                     x_scale: list[float]) -> str:  # fmt: skip
+    """int8 files fold the normalisation into y = x A + B: A as int16 with a scale of its own,
+    B as int32 in units of (input scale x A's scale), then mean 0 and variance 1 (int32, int16)
+    (inferred from toolkit 2.5.0 DenseNet-like builds)."""
+    consts = [t for t in operands(b, n)[1:] if t.kind in CONST_KINDS][:4]
+    dtypes = [t.dtype for t in consts]
+    if dtypes != ["int16", "int32", "int32", "int16"] or not consts[0].scale or not x_scale:
+        raise VendorFormatError(
+            f"vendor .rknn model: int8 {n.op_type} '{n.name}' (parameters {dtypes}) is not decoded"
+        )
+    q_a, q_b, mean, var = (b.m.const(t).astype(np.float64).reshape(-1) for t in consts)
+    if min(a.size for a in (q_a, q_b, mean, var)) < channels or mean[:channels].any() or \
+            np.any(var[:channels] != 1):  # fmt: skip
+        raise VendorFormatError(
+            f"vendor .rknn model: int8 {n.op_type} '{n.name}' with a mean or variance is not "
+            "decoded"
+        )
+    s_a = float(consts[0].scale[0])
+    shape = [1, channels] + [1] * 2
+    a = (q_a[:channels] * s_a).astype(np.float32).reshape(shape)
+    bias = (q_b[:channels] * float(x_scale[0]) * s_a).astype(np.float32).reshape(shape)
+    y = b.add("Mul", [x, b.const(a, "bn_a")], "bn_mul")
+    return b.add("Add", [y, b.const(bias, "bn_b")], "bn")
 
 
 @OPS.register("exNorm")
