@@ -50,6 +50,7 @@ class RegisterFile:
         self.cvt = OUT_CVT.get(m.npu_format)
         self.by_op: dict[int, dict[int, int]] = {}
         self.first: dict[int, dict[int, int]] = {}  # op index -> its first computing task's
+        self.values: dict[int, dict[int, set[int]]] = {}  # op index -> every register's values
         reg_t, task_t = m.by_kind(KIND_REGCMD), m.by_kind(KIND_TASKS)
         if reg_t is None or task_t is None:
             return
@@ -59,8 +60,6 @@ class RegisterFile:
         tasks = m.data(task_t)
         for k in range(len(tasks) // TASK.size):
             _, op, _, _, _, _, count, _, addr = TASK.unpack_from(tasks, k * TASK.size)
-            if op in self.by_op:
-                continue
             first = addr // 8
             if addr % 8 or first + count > regcmd.size:
                 raise VendorFormatError(f"vendor .rknn model: task {k} points outside the commands")
@@ -74,10 +73,17 @@ class RegisterFile:
             for entry in entries:
                 regs.setdefault(entry & 0xFFFF, (entry >> 16) & 0xFFFFFFFF)
             self.first.setdefault(op, regs)
+            merged = self.values.setdefault(op, {})
+            for entry in entries:
+                merged.setdefault(entry & 0xFFFF, set()).add((entry >> 16) & 0xFFFFFFFF)
             # the op's first task that programs the output conversion (a convolution task:
             # enable mask 0x1d on rk3588, 0x1f on rk3566; pooling tasks do not set it)
-            if self.cvt is not None and all(r in regs for r in self.cvt):
+            if self.cvt is not None and op not in self.by_op and all(r in regs for r in self.cvt):
                 self.by_op[op] = regs
+
+    def register_values(self, n: Node, reg: int) -> set[int]:
+        """Every value op `n`'s tasks write to register `reg`."""
+        return self.values.get(n.index, {}).get(reg, set())
 
     def first_task(self, n: Node) -> dict[int, int] | None:
         """The registers of op `n`'s first task that is no lookup-table upload."""

@@ -7,7 +7,7 @@ table is refused by name (`lookup`), never approximated.
 from __future__ import annotations
 
 from ..errors import VendorFormatError
-from . import act_ops, conv_ops, tensor_ops, window_ops
+from . import act_ops, attention_ops, conv_ops, tensor_ops, window_ops
 from .decoders import OpDecoder
 from .fileformat import Node
 
@@ -25,7 +25,7 @@ def _join(*tables: dict[str, OpDecoder]) -> dict[str, OpDecoder]:
     return joined
 
 
-DECODERS = _join(conv_ops.OPS, tensor_ops.OPS, window_ops.OPS, act_ops.OPS)
+DECODERS = _join(conv_ops.OPS, tensor_ops.OPS, window_ops.OPS, act_ops.OPS, attention_ops.OPS)
 
 
 def lookup(n: Node) -> OpDecoder:
