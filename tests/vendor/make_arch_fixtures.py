@@ -161,10 +161,10 @@ def m_densenet(net: Net):
 
 
 def m_transformer(net: Net):
-    """A ViT encoder block on 16 tokens of width 32: LayerNorm, QKV MatMuls, 2-head attention
-    (Reshape, Transpose, MatMul, Softmax, MatMul), output projection, residual, LayerNorm,
-    MLP with GELU (erf form), residual."""
-    t, d, heads = 16, 32, 2
+    """A ViT encoder block on 12 tokens of width 32 (head dim 16: every axis told apart):
+    LayerNorm, QKV MatMuls, 2-head attention (Reshape, Transpose, MatMul, Softmax, MatMul),
+    output projection, residual, LayerNorm, MLP with GELU (erf form), residual."""
+    t, d, heads = 12, 32, 2
 
     def ln(x: str) -> str:
         g = (1 + 0.1 * net.rng.standard_normal(d)).astype(np.float32)

@@ -103,12 +103,13 @@ def test_fused_activations_agree_on_rk3588() -> None:
     BatchNormalizationRelu (DenseNet), rk3576's int8 7x7 stem with 3 input channels, 64-channel
     depthwise tiles and global pool, rk3562's int8 depthwise and rv1126b's int8 (not slow: one
     file each); HardSigmoid(0.2, 0.4) on rk3562, Clip(-1.5, 2.5) on rk3576, Pad, Slice,
-    MobileNetV3's HardSwish/HardSigmoid, a ViT block (exNorm, exSDPAttention, ConvExGelu)."""
+    MobileNetV3's HardSwish/HardSigmoid, a ViT block (exNorm, exSDPAttention or rk3566's exMatMul,
+    ConvExGelu)."""
     for stem in ("mbv2_rk3588_fp16", "mbv2_rk3588_i8", "yoloneck_rk3588_i8", "densenet_rk3576_i8",
                  "densenet_rk3588_fp16", "stem_rk3576_i8", "stem_rk3562_i8",
                  "mbv2_rv1126b_i8", "hsig_rk3562_fp16", "clip_rk3576_fp16", "pad_rk3588_i8",
                  "slice_rk3566_i8", "mbv3_rk3588_fp16", "transformer_rk3588_fp16",
-                 "transformer_rk3576_fp16"):  # fmt: skip
+                 "transformer_rk3576_fp16", "transformer_rk3566_fp16"):  # fmt: skip
         for kind, value, worst in _steps_and_cosines(stem):
             assert value >= (0.99 if kind == "int8" else 0.9999), (stem, value, worst)
 

@@ -10,14 +10,17 @@ ARCH = Path(__file__).parent / "fixtures_arch"
 
 
 def test_census_of_two_files() -> None:
-    files = [ARCH / "stem_rk3576_i8.rknn", ARCH / "transformer_rk3566_fp16.rknn"]
+    files = [ARCH / "stem_rk3576_i8.rknn", ARCH / "transformer_rk3588_i8.rknn"]
     result = vendor_census.census(files)
     assert result["ops"]["ConvRelu"] == dict(files=1, decoded=True)
-    assert result["ops"]["exMatMul"] == dict(files=1, decoded=False)
+    assert result["ops"]["exSDPAttention"] == dict(files=1, decoded=True)
+    assert result["ops"]["ConvExGelu"] == dict(files=1, decoded=True)  # fp16 only: see below
     stem_key = "RKNPU f2 int8 conv 7x7 ic=3 native=[1, 1, 7, 7, 32, 4]"
     assert result["packings"][stem_key] == dict(files=1, decoded=True)
     assert result["files"][str(files[0])] == "loads"
-    assert "op exMatMul" in result["files"][str(files[1])]
+    assert "int8 op ConvExGelu" in result["files"][str(files[1])]
+    refused = vendor_census.census([ARCH / "stem_rk3562_i8.rknn"])  # a file that loads
+    assert all(row["decoded"] for row in refused["packings"].values())
 
 
 def test_census_main_prints_the_tables(capsys, tmp_path) -> None:

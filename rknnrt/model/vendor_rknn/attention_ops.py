@@ -1,7 +1,7 @@
-"""Attention: the compiler's fused exSDPAttention (softmax(Q K^T s) V).
+"""Attention: the compiler's fused exSDPAttention (softmax(Q K^T s) V) and exMatMul.
 
-Its three inputs are Q, K and V, each [heads, head dim, 1, tokens] (the compiler keeps a
-transformer's features on the channels and its tokens on the width). The scale s is not an
+exSDPAttention's three inputs are Q, K and V, each [heads, head dim, 1, tokens] (the compiler
+keeps a transformer's features on the channels and its tokens on the width). The scale s is not an
 attribute: rk3588/rk3562 program it as float16 in bits 31:16 of register 0x4068 of the op's
 tasks (the one non-zero value they write there), rk3576/rv1126b as float16 word 0 of the
 constant `<output>_qk_conv_mul_add_output_BNcfgTensor` (inferred from toolkit 2.5.0 builds
@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import VendorFormatError
 from .decoders import OpTable
-from .fileformat import Node
+from .fileformat import CONST_KINDS, Node
 from .graph import GraphBuilder, operands, output
 
 OPS = OpTable()
@@ -63,3 +63,34 @@ def attention(b: GraphBuilder, n: Node) -> str:
     probs = b.add("Softmax", [scores], "attn", axis=-1)
     y = b.add("MatMul", [probs, vt], "pv")  # [H, 1, T, D]
     return b.add("Transpose", [y], "back", perm=[0, 3, 1, 2])
+
+
+@OPS.register("exMatMul")
+def matmul(b: GraphBuilder, n: Node) -> str:
+    """exMatMul of two features A [N, S, 1, Wa] and B [N, S, 1, Wb]: out[n, i, 0, j] =
+    sum_s A[n, s, 0, i] B[n, s, 0, j] (the contraction runs over the channels of both), times
+    an optional scalar constant (a fused Mul). Seen as rk3566's attention (Q K^T, then P V),
+    told apart with 12 tokens and head dim 16."""
+    real = operands(b, n)
+    feats = [t for t in real if t.kind not in CONST_KINDS]
+    consts = [t for t in real if t.kind in CONST_KINDS]
+    out = output(b, n)
+    if len(feats) != 2 or len(consts) > 1 or any(len(t.shape) != 4 or t.shape[2] != 1
+                                                 for t in feats) or \
+            feats[0].shape[:2] != [feats[1].shape[0], feats[1].shape[1]] or \
+            out.shape != [feats[0].shape[0], feats[0].shape[3], 1, feats[1].shape[3]]:  # fmt: skip
+        raise VendorFormatError(
+            f"vendor .rknn model: exMatMul '{n.name}' with inputs {[t.shape for t in real]} "
+            f"and output {out.shape} is not supported"
+        )
+    a, bb = (b.add("Reshape", [b.value(t), b.const(np.array([t.shape[0], t.shape[1], -1],
+                                                             np.int64), "shape")], "mm_in")
+             for t in feats)  # fmt: skip
+    y = b.add("MatMul", [b.add("Transpose", [a], "mm_t", perm=[0, 2, 1]), bb], "mm")
+    if consts:
+        factor = b.m.const(consts[0]).astype(np.float32).reshape(-1)
+        if factor.size != 1:
+            raise VendorFormatError(f"vendor .rknn model: exMatMul '{n.name}' has a non-scalar "
+                                    "factor")  # fmt: skip
+        y = b.add("Mul", [y, b.const(factor.reshape(()), "mm_s")], "mm_scaled")
+    return b.add("Reshape", [y, b.const(np.array(out.shape, np.int64), "shape")], "mm_out")
