@@ -24,13 +24,9 @@ REFUSED: dict[str, str] = {
     **{f"hsig_{p}_i8": "int8 op ConvHardSigmoid" for p in PLATFORMS},
     **{f"clip_{p}_i8": "int8 ConvClip" for p in PLATFORMS},
     **{f"clip_{p}_fp16": "bounds of ConvClip" for p in ("rk3588", "rk3566", "rk3562")},
-    **{
-        f"transformer_{p}_{d}": "op exSDPAttention"
-        for p in PLATFORMS
-        for d in ("i8", "fp16")
-        if p != "rk3566"
-    },  # fmt: skip
-    **{f"transformer_rk3566_{d}": "op exMatMul" for d in ("i8", "fp16")},
+    **{f"transformer_{p}_i8": "int8 op ConvExGelu" for p in ("rk3588", "rk3566", "rk3562")},
+    # (int8 keeps the attention scale elsewhere on rk3576/rv1126b: refused before ConvExGelu)
+    **{f"transformer_{p}_i8": "scale of exSDPAttention" for p in ("rk3576", "rv1126b")},
     **{f"{m}_rk3562_i8": "ExSwish lookup table or the multiplier" for m in ("effnet", "yoloneck")},
 }
 # Loads, but the depthwise ConvExSwish int8 rule is not the simulator's (issue 24, item 4):
