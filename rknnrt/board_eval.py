@@ -77,7 +77,7 @@ def _eval_perf(model: bytes, core_mask: int, inputs: list[np.ndarray] | None,
 
 def _stand_in_for_custom_ops(c: Client, model: bytes) -> None:
     """A model with custom ops is timed with stand-ins that write zeros (docs/custom-ops.md)."""
-    from .model.custom_ops import custom_op_types
+    from .model.container import custom_op_types
 
     types = custom_op_types(model)
     if types:

@@ -26,10 +26,11 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from . import graph_rules
-from .errors import ModelFormatError
+from . import custom_ops, graph_rules, vendor_rknn
+from .errors import ModelFormatError, VendorFormatError
+from .meta import load_json
 
-__all__ = ["ModelFormatError", "VendorModelError", "Sections", "read", "write"]
+__all__ = ["ModelFormatError", "VendorFormatError", "Sections", "read", "write"]
 
 MAGIC = b"rknnrt\0\0"
 VENDOR_MAGIC = b"RKNN"
@@ -42,10 +43,6 @@ MAX_METADATA = 64 << 20  # bytes of JSON; a real model's metadata is kilobytes
 _SECTIONS = struct.Struct("<8sIIQIIQIIQQ")  # the first 64 bytes, shared by versions 1 and 2
 _V2_TAIL = struct.Struct("<II56s")  # weights CRC-32, header CRC-32, reserved
 assert _SECTIONS.size == V1_HEADER_SIZE and _SECTIONS.size + _V2_TAIL.size == HEADER_SIZE
-
-
-class VendorModelError(ModelFormatError):
-    """The bytes are a vendor .rknn file that rknnrt cannot read (rknnrt.model.vendor_rknn)."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +102,6 @@ def _check_layout(spans: list[tuple[str, int, int]], header_size: int, total: in
 
 def _check_v1_weights(metadata: memoryview, weights: memoryview) -> None:
     """Version 1: the weights are checked against the metadata's SHA-256 (slower than v2)."""
-    from .meta import load_json  # meta imports this module
-
     raw = load_json(metadata)
     digest = raw.get("weights_sha256") if isinstance(raw, dict) else None
     if len(weights) and digest != hashlib.sha256(weights).hexdigest():
@@ -117,8 +112,6 @@ def read(buf: memoryview) -> Sections:
     """Validate the header and return views of the sections; ModelFormatError if malformed."""
     buf = buf.cast("B") if buf.format != "B" or buf.ndim != 1 else buf
     if len(buf) >= 4 and bytes(buf[:4]) == VENDOR_MAGIC:
-        from . import vendor_rknn  # imported here: it builds on this module and meta
-
         metadata, graph, weights = vendor_rknn.to_sections(buf)
         # the rebuilt graph passes the same rules as an rknnrt file's
         external = graph_rules.check_graph(graph)
@@ -165,3 +158,18 @@ def read(buf: memoryview) -> Sections:
         _check_v1_weights(metadata, weights)
     external = graph_rules.check_graph(graph)
     return Sections(version, metadata, graph, weights, external)
+
+
+def custom_op_types(model_file: bytes) -> list[str]:
+    """The custom op types of an rknnrt model file, sorted ([] for none or an unreadable file:
+    whoever loads the file reports that)."""
+    import onnx  # not at `import rknnrt`
+
+    try:
+        graph = bytes(read(memoryview(model_file)).graph)
+    except Exception:  # noqa: BLE001 - any unreadable file: the loader's error, not ours
+        return []
+    if custom_ops.CUSTOM_DOMAIN.encode() not in graph:
+        return []
+    return sorted({n.op_type for n in onnx.load_model_from_string(graph).graph.node
+                   if custom_ops.is_custom(n)})  # fmt: skip

@@ -21,21 +21,6 @@ def is_custom(node: onnx.NodeProto) -> bool:
     return node.domain == CUSTOM_DOMAIN
 
 
-def custom_op_types(model_file: bytes) -> list[str]:
-    """The custom op types of an rknnrt model file, sorted ([] for none or an unreadable file:
-    whoever loads the file reports that)."""
-    from . import container
-
-    try:
-        graph = bytes(container.read(memoryview(model_file)).graph)
-    except Exception:  # noqa: BLE001 - any unreadable file: the loader's error, not ours
-        return []
-    if CUSTOM_DOMAIN.encode() not in graph:
-        return []
-    return sorted({n.op_type for n in onnx.load_model_from_string(graph).graph.node
-                   if is_custom(n)})  # fmt: skip
-
-
 def attribute_value(attr: AttributeProto) -> np.ndarray | bytes:
     """One stored attribute as a numpy array of its type (bytes for a string)."""
     if attr.type == AttributeProto.INT:

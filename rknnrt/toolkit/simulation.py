@@ -15,7 +15,7 @@ import numpy as np
 
 from ..lite import RKNNLite
 from ..model import targets
-from ..model.custom_ops import custom_op_types
+from ..model.container import custom_op_types
 from .errors import ConversionError
 
 

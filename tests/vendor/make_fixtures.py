@@ -245,12 +245,19 @@ def m_avgpool(rng):
     last, an NPU op, and the other output is 2-D."""
     shape = nh.from_array(np.array([1, 8 * 7 * 7], np.int64), "shp")
     nodes = [
-        h.make_node("AveragePool", ["x"], ["p1"], kernel_shape=[3, 3], strides=[2, 2],
-                    pads=[1, 1, 1, 1]),  # fmt: skip
+        h.make_node(
+            "AveragePool", ["x"], ["p1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]
+        ),  # fmt: skip
         h.make_node("Reshape", ["p1", "shp"], ["y1"]),
         h.make_node("AveragePool", ["p1"], ["p2"], kernel_shape=[4, 4], pads=[0, 0, 1, 1]),
-        h.make_node("AveragePool", ["p2"], ["y2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
-                    count_include_pad=1),  # fmt: skip
+        h.make_node(
+            "AveragePool",
+            ["p2"],
+            ["y2"],
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+            count_include_pad=1,
+        ),  # fmt: skip
     ]
     outs = [_vi("y1", [1, 8 * 7 * 7]), _vi("y2", [1, 8, 5, 5])]
     return nodes, [shape], [_vi("x", [1, 8, 13, 13])], outs
@@ -271,6 +278,7 @@ def m_lrn(rng):
         h.make_node("Conv", ["n2", "o_w", "o_b"], ["y"], kernel_shape=[1, 1]),
     ]
     return nodes, inits, [_vi("x", [1, 3, 8, 8])], [_vi("y", [1, 6, 8, 8])]
+
 
 # config() extras per model: mean/std the runtime applies to the inputs.
 NORMALISATION = {"pixels": dict(mean_values=[[120, 110, 100]], std_values=[[60, 50, 40]])}
@@ -333,10 +341,12 @@ def io_quant(check_onnx: str, model: onnx.ModelProto) -> dict:
     return out
 
 
-def build_one(name: str, platform: str, dtype: str, out_dir: str, work: str) -> dict:
+def build_one(name: str, platform: str, dtype: str, out_dir: str, work: str,
+              model: onnx.ModelProto | None = None) -> dict:  # fmt: skip
+    """Build, export and simulate one fixture (`model`: make_onnx(name) unless given)."""
     from rknn.api import RKNN  # the vendor toolkit: only in its own environment
 
-    model = make_onnx(name)
+    model = model if model is not None else make_onnx(name)
     onnx_path = os.path.join(work, f"{name}.onnx")
     onnx.save(model, onnx_path)
     rng = np.random.default_rng(7)

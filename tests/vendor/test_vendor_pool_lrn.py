@@ -10,7 +10,7 @@ import pytest
 from onnx import numpy_helper
 
 from rknnrt.lite import RKNNLite
-from rknnrt.model.vendor_rknn import fileformat, rebuild, weights, window_ops
+from rknnrt.model.vendor_rknn import fileformat, graph, rebuild, weights, window_ops
 from rknnrt.model.vendor_rknn.flatbuf import VendorFormatError
 
 from .make_fixtures import make_onnx
@@ -173,7 +173,7 @@ def test_average_pool_rebuild_computes_onnx_average_pool(size, kernel, strides, 
                 for shape in (x.shape, want.shape))  # fmt: skip
     attrs = _PoolAttrs({1: ceil, 2: count_pad}, {3: kernel, 4: pads, 5: strides})
     node = fileformat.Node(1, "AveragePool", "AveragePool:p", 0, [0], [1], 5, attrs)  # type: ignore[arg-type]
-    b = rebuild.GraphBuilder(m)
+    b = graph.GraphBuilder(m)
     y = window_ops.average_pool(b, "x", node, src, out)
     b.graph.node.extend(b.nodes)
     b.graph.input.append(oh.make_tensor_value_info("x", TensorProto.FLOAT, x.shape))

@@ -141,11 +141,12 @@ def test_unpack_refuses_what_does_not_fit() -> None:
 
 def test_unverified_npu_format_is_refused_by_name() -> None:
     """A file of an NPU generation whose packing no fixture verified (here rk3588's file with
-    its format string patched to rk3562's `RKNPU t4`) fails instead of running guessed weights."""
-    data = bytearray(model_bytes("convpool_rk3588_fp16"))
+    its format string patched to an unknown `RKNPU z9`) fails instead of running guessed
+    weights."""
+    data = bytearray(model_bytes("convpool_rk3588_i8"))
     at = data.index(b"RKNPU v2")
-    data[at : at + 8] = b"RKNPU t4"
-    with pytest.raises(VendorFormatError, match="RKNPU t4.*not verified"):
+    data[at : at + 8] = b"RKNPU z9"
+    with pytest.raises(VendorFormatError, match="int8 weight packing .*RKNPU z9.*not verified"):
         container.read(memoryview(bytes(data)))
 
 

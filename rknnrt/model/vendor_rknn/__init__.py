@@ -11,10 +11,10 @@ import hashlib
 import struct
 from math import prod
 
+from ..errors import VendorFormatError
 from ..meta import MemoryPlan, ModelMeta, PlannedTensor, TensorSpec, WeightSpec
 from . import board_rules, fileformat, rebuild
 from .fileformat import KIND_FEATURE, KIND_INPUT, KIND_OUTPUT, Tensor, VendorModel
-from .flatbuf import VendorFormatError
 
 __all__ = ["VendorFormatError", "to_sections", "parse_meta"]
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import VendorFormatError
 from .fileformat import Tensor, VendorModel
-from .flatbuf import VendorFormatError
 
 NHWC_INPUT_CHANNELS = (1, 3, 4)
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import dtypes
+from ..errors import VendorFormatError
 from . import literal
-from .flatbuf import Table, VendorFormatError
+from .flatbuf import Table
 
 HEADER = struct.Struct("<4sIQQ")  # magic, zero, format version, FlatBuffer length
 HEADER_SIZE = 64
@@ -33,7 +34,8 @@ KIND_CONST_AUX, KIND_REGCMD, KIND_TASKS = 8, 9, 10
 CONST_KINDS = (KIND_CONST_NPU, KIND_CONST_CPU, KIND_CONST_AUX)
 # Model field 1: the NPU generation string per platform family.
 NPU_FORMATS = {"RKNPU v2": ("rk3588",), "RKNPU lite": ("rk3566", "rk3568"),
-               "RKNPU f2": ("rk3576",), "RKNPU t4": ("rk3562",)}  # fmt: skip
+               "RKNPU f2": ("rk3576",), "RKNPU t4": ("rk3562",),
+               "RKNPU f3": ("rv1126b",)}  # fmt: skip
 
 
 @dataclass

@@ -11,12 +11,7 @@ import struct
 
 import numpy as np
 
-from ..container import VendorModelError
-
-
-class VendorFormatError(VendorModelError):
-    """A vendor .rknn file that cannot be read (malformed, or a part rknnrt cannot decode)."""
-
+from ..errors import VendorFormatError
 
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import VendorFormatError
 from . import lut, weights
 from .fileformat import KIND_REGCMD, KIND_TASKS, Node, Tensor, VendorModel
-from .flatbuf import VendorFormatError
 
 # OUT_CVT offset, scale, shift register addresses per NPU generation (Model field 1).
 OUT_CVT = {
@@ -25,10 +25,21 @@ OUT_CVT = {
     "RKNPU lite": (0x4080, 0x4084, 0x4088),  # rk3566/rk3568
     "RKNPU f2": (0x40AC, 0x40B0, 0x40B4),  # rk3576
     "RKNPU t4": (0x40AC, 0x40B0, 0x40B4),  # rk3562
+    "RKNPU f3": (0x40AC, 0x40B0, 0x40B4),  # rv1126b
 }
 TASK = struct.Struct("<8IQ")  # flags, op index, enable mask, 3 x irq, count, offset, address
 # Output channels per bias-blob group `[g x i32 A | g x i16 B | g x u16 C]` (NPU format).
-BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8}
+BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8, "RKNPU t4": 4, "RKNPU f3": 8}
+# rv1126b's int8 weights and bias blobs are byte for byte rk3576's (the same ONNX model built
+# for both), so it follows rk3576's int8 rules.
+INT8_FAMILY = {"RKNPU f3": "RKNPU f2"}
+# Depthwise weights as (w, -zw) pairs with a bias blob without B (weights.unpack_depthwise_pairs).
+DEPTHWISE_PAIRS = ("RKNPU f2", "RKNPU t4")
+
+
+def family(npu_format: str) -> str:
+    """The NPU format whose int8 packing rules `npu_format` follows."""
+    return INT8_FAMILY.get(npu_format, npu_format)
 
 
 class RegisterFile:
@@ -38,6 +49,8 @@ class RegisterFile:
         self.model = m
         self.cvt = OUT_CVT.get(m.npu_format)
         self.by_op: dict[int, dict[int, int]] = {}
+        self.first: dict[int, dict[int, int]] = {}  # op index -> its first computing task's
+        self.values: dict[int, dict[int, set[int]]] = {}  # op index -> every register's values
         reg_t, task_t = m.by_kind(KIND_REGCMD), m.by_kind(KIND_TASKS)
         if reg_t is None or task_t is None:
             return
@@ -47,8 +60,6 @@ class RegisterFile:
         tasks = m.data(task_t)
         for k in range(len(tasks) // TASK.size):
             _, op, _, _, _, _, count, _, addr = TASK.unpack_from(tasks, k * TASK.size)
-            if op in self.by_op:
-                continue
             first = addr // 8
             if addr % 8 or first + count > regcmd.size:
                 raise VendorFormatError(f"vendor .rknn model: task {k} points outside the commands")
@@ -61,10 +72,22 @@ class RegisterFile:
             regs: dict[int, int] = {}
             for entry in entries:
                 regs.setdefault(entry & 0xFFFF, (entry >> 16) & 0xFFFFFFFF)
+            self.first.setdefault(op, regs)
+            merged = self.values.setdefault(op, {})
+            for entry in entries:
+                merged.setdefault(entry & 0xFFFF, set()).add((entry >> 16) & 0xFFFFFFFF)
             # the op's first task that programs the output conversion (a convolution task:
             # enable mask 0x1d on rk3588, 0x1f on rk3566; pooling tasks do not set it)
-            if self.cvt is not None and all(r in regs for r in self.cvt):
+            if self.cvt is not None and op not in self.by_op and all(r in regs for r in self.cvt):
                 self.by_op[op] = regs
+
+    def register_values(self, n: Node, reg: int) -> set[int]:
+        """Every value op `n`'s tasks write to register `reg`."""
+        return self.values.get(n.index, {}).get(reg, set())
+
+    def first_task(self, n: Node) -> dict[int, int] | None:
+        """The registers of op `n`'s first task that is no lookup-table upload."""
+        return self.first.get(n.index)
 
     def out_cvt(self, n: Node) -> tuple[int, int, int]:
         regs = self.by_op.get(n.index)
@@ -86,7 +109,7 @@ class RegisterFile:
             out = self.model.tensors[n.outputs[0]].name if n.outputs else ""
             cfg = next((t for t in self.model.tensors if t.name == out + lut.BN_CFG_SUFFIX), None)
             raw = bytes(self.model.data(cfg)) if cfg is not None else None
-            multiplier = lut.bn_multiplier(regs, self.model.npu_format, raw)
+            multiplier = lut.bn_multiplier(regs, family(self.model.npu_format), raw)
             scale = lut.input_scale(regs, table, kind, multiplier)
         if scale is None:
             raise VendorFormatError(
@@ -140,15 +163,13 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
     if identity is not None:
         return identity
     pairs_zw = None
-    if regs.model.npu_format == "RKNPU f2" and depthwise:
+    fmt = family(regs.model.npu_format)
+    if fmt in DEPTHWISE_PAIRS and depthwise:
         q, pairs_zw = weights.unpack_depthwise_pairs(
             _data(regs, w), w.native_shape, ic, kh, kw, w.name
         )
     elif (
-        regs.model.npu_format == "RKNPU f2"
-        and len(w.native_shape) == 6
-        and w.native_shape[-1] == 4
-        and not depthwise
+        fmt == "RKNPU f2" and len(w.native_shape) == 6 and w.native_shape[-1] == 4 and not depthwise
     ):
         q = weights.unpack_kh_oc_kw_ic4(_data(regs, w), w.native_shape, oc, ic, kh, kw, w.name)
     else:

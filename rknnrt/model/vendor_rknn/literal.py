@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from .flatbuf import VendorFormatError
+from ..errors import VendorFormatError
 
 MAX_CHARS = 1 << 20
 MAX_DEPTH = 16

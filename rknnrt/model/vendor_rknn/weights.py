@@ -15,7 +15,7 @@ from math import prod
 
 import numpy as np
 
-from .flatbuf import VendorFormatError
+from ..errors import VendorFormatError
 
 
 def _tiles(native: list[int], name: str) -> list[list[int]]:
@@ -94,16 +94,18 @@ def unpack_kh_oc_kw_ic4(
 ) -> np.ndarray:
     """rk3576 int8 convolutions with at most 4 input channels (native IC2 = 4). Two layouts
     were seen, told apart by the buffer size (OC padded to 16, IC to 4):
-    [KH][KW][OC][IC] in exactly KH*KW*OC*4 bytes, and [KH][OC][KW -> 4][IC] in at least
-    KH*OC*16 bytes (zeros may follow). Inferred from toolkit 2.5.0 builds."""
+    [KH][KW][OC][IC] in exactly KH*KW*OC*4 bytes, and [KH][OC][KW -> a multiple of 4][IC] in
+    at least that many bytes (more follows: zeros for 3x3, for a 7x7 stem a second block of
+    the same size that the weights do not need). Inferred from toolkit 2.5.0 builds."""
     data = np.frombuffer(raw, np.int8)
     if min(oc, ic, kh, kw) <= 0 or oc * ic * kh * kw > data.size or ic > 4:
         raise VendorFormatError(f"vendor .rknn model: weight '{name}' exceeds its stored values")
-    oc_pad = -(-oc // 16) * 16
+    oc_pad, kw_pad = -(-oc // 16) * 16, -(-kw // 4) * 4
     if data.size == kh * kw * oc_pad * 4:
         block = data.reshape(kh, kw, oc_pad, 4).transpose(2, 3, 0, 1)  # oc, ic, kh, kw
-    elif data.size >= kh * oc_pad * 4 * 4 and kw <= 4:
-        block = data[: kh * oc_pad * 16].reshape(kh, oc_pad, 4, 4).transpose(1, 3, 0, 2)
+    elif data.size >= kh * oc_pad * kw_pad * 4:
+        block = data[: kh * oc_pad * kw_pad * 4].reshape(kh, oc_pad, kw_pad, 4)
+        block = block.transpose(1, 3, 0, 2)
     else:
         raise VendorFormatError(
             f"vendor .rknn model: weight '{name}' packing {native} (rk3576 int8) is not decoded"
@@ -114,18 +116,28 @@ def unpack_kh_oc_kw_ic4(
 def unpack_depthwise_pairs(
     raw: memoryview, native: list[int], channels: int, kh: int, kw: int, name: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """rk3576 int8 depthwise weights: per kernel position, the channels (padded to the native
-    IC2) in 4-byte groups [w(2k), w(2k+1), -zw(2k), -zw(2k+1)] (-zw = 128 wraps to -128).
+    """rk3576 (and rk3562) int8 depthwise weights: per kernel position, the channels (padded
+    to the native IC2) in 4-byte groups [w(2k), w(2k+1), -zw(2k), -zw(2k+1)] (-zw = 128 wraps
+    to -128).
+    Wide depthwise weights are split into tiles of 64 channels (native shape
+    [1, 1, KH, KW, 1, 64, ..., 1, 1, KH, KW, 1, rest]) stored one after the other, each so.
     Returns the weights [channels, 1, kh, kw] and the weight zero points [channels]."""
     data = np.frombuffer(raw, np.int8)
-    c_pad = native[-1] if native else 0
-    if c_pad < channels or c_pad % 2 or data.size != kh * kw * c_pad * 2:
+    # one part per tile and IC1 step (rk3562 keeps 96 channels as IC1 3 x IC2 32)
+    sizes = [t[5] for t in _tiles(native, name) if prod(t) for _ in range(t[1])] if native else []
+    if not sizes or sum(sizes) < channels or any(c % 2 for c in sizes) or \
+            data.size != kh * kw * sum(sizes) * 2:  # fmt: skip
         raise VendorFormatError(
             f"vendor .rknn model: rk3576 int8 depthwise weight '{name}' packing {native} "
             "is not decoded"
         )
-    groups = data.reshape(kh, kw, c_pad // 2, 4)
-    q = groups[..., :2].reshape(kh, kw, c_pad).transpose(2, 0, 1)[:channels, None]
-    minus_zw = groups[0, 0, :, 2:].reshape(c_pad)[:channels].astype(np.float64)
+    qs, zws, at = [], [], 0
+    for c_pad in sizes:
+        groups = data[at : at + kh * kw * c_pad * 2].reshape(kh, kw, c_pad // 2, 4)
+        qs.append(groups[..., :2].reshape(kh, kw, c_pad).transpose(2, 0, 1))
+        zws.append(groups[0, 0, :, 2:].reshape(c_pad))
+        at += kh * kw * c_pad * 2
+    q = np.concatenate(qs)[:channels, None]
+    minus_zw = np.concatenate(zws)[:channels].astype(np.float64)
     minus_zw[minus_zw == -128] = 128  # zw is in [-128, 127]
     return np.ascontiguousarray(q), -minus_zw

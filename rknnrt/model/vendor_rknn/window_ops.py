@@ -13,22 +13,12 @@ flips the int8 rounding of exact ties (a value like -70.5 steps) in 0.5% of the 
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 
+from ..errors import VendorFormatError
+from .decoders import OpTable
 from .fileformat import Node, Tensor
-from .flatbuf import VendorFormatError
-
-
-class Builder(Protocol):
-    """What the pooling rebuild needs of rebuild.GraphBuilder (no import: rebuild imports
-    this module)."""
-
-    def const(self, array: np.ndarray, hint: str) -> str: ...
-
-    def add(self, op: str, inputs: list[str], hint: str, **attrs: object) -> str: ...
-
+from .graph import GraphBuilder, output, single
 
 # MaxPool: auto_pad 0, ceil_mode 1, dilations 2, kernel_shape 3, pads 4, storage_order 5,
 # strides 6. AveragePool: auto_pad 0, ceil_mode 1, count_include_pad 2, kernel_shape 3,
@@ -38,6 +28,7 @@ AVGPOOL_SLOTS = dict(ceil_mode=1, count_include_pad=2, kernel_shape=3, pads=4, s
 AUTO_PAD = 0
 LRN_ALPHA, LRN_BETA, LRN_BIAS, LRN_SIZE = 0, 1, 2, 3
 LRN_DEFAULTS = (1e-4, 0.75, 1.0)
+OPS = OpTable()
 
 
 def pool_attrs(n: Node) -> dict[str, object]:
@@ -76,13 +67,12 @@ def lrn_attrs(n: Node) -> dict[str, object]:
                                                   LRN_DEFAULTS))  # fmt: skip
     if not 0 < size <= 1024 or not bias > 0:
         raise VendorFormatError(
-            f"vendor .rknn model: LRN '{n.name}' has invalid attributes (size {size}, "
-            f"bias {bias})"
+            f"vendor .rknn model: LRN '{n.name}' has invalid attributes (size {size}, bias {bias})"
         )
     return dict(size=size, alpha=alpha, beta=beta, bias=bias)
 
 
-def average_pool(b: Builder, x: str, n: Node, src: Tensor, out: Tensor) -> str:
+def average_pool(b: GraphBuilder, x: str, n: Node, src: Tensor, out: Tensor) -> str:
     """AveragePool as a row-major float32 sum of strided slices divided by the per-position
     count (pads excluded unless count_include_pad)."""
     attrs = pool_attrs(n)
@@ -138,3 +128,18 @@ def average_pool(b: Builder, x: str, n: Node, src: Tensor, out: Tensor) -> str:
     if counts.min() <= 0:
         raise VendorFormatError(f"vendor .rknn model: AveragePool '{n.name}' has an empty window")
     return b.add("Div", [total, b.const(counts.reshape(1, 1, *size_out), "count")], "avgpool")
+
+
+@OPS.register("MaxPool", shape_free=True)
+def max_pool(b: GraphBuilder, n: Node) -> str:
+    return b.add("MaxPool", [b.value(single(b, n))], "maxpool", **pool_attrs(n))
+
+
+@OPS.register("AveragePool")
+def average_pool_op(b: GraphBuilder, n: Node) -> str:
+    return average_pool(b, b.value(single(b, n)), n, single(b, n), output(b, n))
+
+
+@OPS.register("LRN", shape_free=True)
+def lrn(b: GraphBuilder, n: Node) -> str:
+    return b.add("LRN", [b.value(single(b, n))], "lrn", **lrn_attrs(n))

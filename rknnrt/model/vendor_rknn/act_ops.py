@@ -1,0 +1,172 @@
+"""Standalone activations, normalisations and Resize: ops the compiler could not fuse into a
+convolution (HardSwish after an Add, SiLU after a Concat, DenseNet's BatchNormalization after a
+Concat, a transformer's LayerNorm as exNorm).
+
+Each runs in float32 on its input's real values and is rounded to its output's stored type, as
+the vendor's simulator computes it (its int8 lookup tables are not read: the simulator does
+not use them either).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import VendorFormatError
+from .decoders import OpTable
+from .fileformat import CONST_KINDS, Node
+from .graph import GraphBuilder, operands, output, single
+
+OPS = OpTable()
+BN_EPSILON = 0  # BatchNormalization attribute slots: epsilon, momentum, training_mode
+BN_DEFAULT_EPSILON = 1e-5
+NORM_EPSILON, NORM_AXES = 1, 2  # exNorm attribute slots (slot 0: a string, not decoded)
+# Resize attribute slots: ONNX names in alphabetical order
+RESIZE_COORDINATES, RESIZE_MODE, RESIZE_NEAREST = 0, 4, 5
+RESIZE_MODES = ("nearest", "linear")
+RESIZE_COORDINATE_MODES = ("asymmetric", "half_pixel", "align_corners", "pytorch_half_pixel")
+NEAREST_MODES = ("floor", "round_prefer_floor", "round_prefer_ceil", "ceil")
+
+
+@OPS.register("HardSwish", shape_free=True)
+def hard_swish(b: GraphBuilder, n: Node) -> str:
+    """x * clip(x / 6 + 1/2, 0, 1): ONNX's HardSwish has no parameters."""
+    x = b.value(single(b, n))
+    gate = b.add("HardSigmoid", [x], "hsig", alpha=1 / 6, beta=0.5)
+    return b.add("Mul", [x, gate], "hswish")
+
+
+@OPS.register("exSwish", shape_free=True)
+def swish(b: GraphBuilder, n: Node) -> str:
+    x = b.value(single(b, n))
+    return b.add("Mul", [x, b.add("Sigmoid", [x], "sigmoid")], "swish")
+
+
+def gelu(b: GraphBuilder, x: str) -> str:
+    """x / 2 * (1 + erf(x / sqrt(2))), the exact form."""
+    erf = b.add("Erf", [b.add("Mul", [x, b.const(np.array(0.5**0.5, np.float32), "c")], "s")],
+                "erf")  # fmt: skip
+    one = b.add("Add", [erf, b.const(np.array(1, np.float32), "one")], "e1")
+    return b.add("Mul", [b.add("Mul", [x, one], "xe"), b.const(np.array(0.5, np.float32), "h")],
+                 "gelu")  # fmt: skip
+
+
+@OPS.register("exGelu", shape_free=True)
+def gelu_op(b: GraphBuilder, n: Node) -> str:
+    return gelu(b, b.value(single(b, n)))
+
+
+def _params(b: GraphBuilder, n: Node, count: int, channels: int) -> list[np.ndarray]:
+    consts = [t for t in operands(b, n)[1:] if t.kind in CONST_KINDS][:count]
+    if len(consts) != count:
+        raise VendorFormatError(
+            f"vendor .rknn model: {n.op_type} '{n.name}' lacks its {count} parameters"
+        )
+    out = []
+    for t in consts:
+        array = b.m.const(t).astype(np.float32).reshape(-1)
+        if array.size < channels:
+            raise VendorFormatError(f"vendor .rknn model: a parameter of '{n.name}' is too short")
+        out.append(array[:channels])
+    return out
+
+
+@OPS.register("BatchNormalization", "BatchNormalizationRelu", shape_free=True)
+def batch_norm(b: GraphBuilder, n: Node) -> str:
+    """Inference BatchNormalization (scale, bias, mean, variance, as ONNX orders them); the
+    Relu variant has a Relu fused after it."""
+    src = single(b, n)
+    x = b.value(src)
+    if len(src.shape) < 2:
+        raise VendorFormatError(f"vendor .rknn model: {n.op_type} '{n.name}' has no channels")
+    if b.quantized:
+        y = _int8_batch_norm(b, n, x, src.shape[1], src.scale)
+    else:
+        eps = float(n.attrs.scalar(BN_EPSILON, "<f", BN_DEFAULT_EPSILON)) if n.attrs is not None \
+            else BN_DEFAULT_EPSILON  # fmt: skip
+        scale, bias, mean, var = _params(b, n, 4, src.shape[1])
+        names = [b.const(p, "bn") for p in (scale, bias, mean, var)]
+        y = b.add("BatchNormalization", [x, *names], "bn", epsilon=eps)
+    return b.add("Relu", [y], "relu") if n.op_type.endswith("Relu") else y
+
+
+def _int8_batch_norm(b: GraphBuilder, n: Node, x: str, channels: int,
+                     x_scale: list[float]) -> str:  # fmt: skip
+    """int8 files fold the normalisation into y = x A + B: A as int16 with a scale of its own,
+    B as int32 in units of (input scale x A's scale), then mean 0 and variance 1 (int32, int16)
+    (inferred from toolkit 2.5.0 DenseNet-like builds)."""
+    consts = [t for t in operands(b, n)[1:] if t.kind in CONST_KINDS][:4]
+    dtypes = [t.dtype for t in consts]
+    if dtypes != ["int16", "int32", "int32", "int16"] or not consts[0].scale or not x_scale:
+        raise VendorFormatError(
+            f"vendor .rknn model: int8 {n.op_type} '{n.name}' (parameters {dtypes}) is not decoded"
+        )
+    q_a, q_b, mean, var = (b.m.const(t).astype(np.float64).reshape(-1) for t in consts)
+    if min(a.size for a in (q_a, q_b, mean, var)) < channels or mean[:channels].any() or \
+            np.any(var[:channels] != 1):  # fmt: skip
+        raise VendorFormatError(
+            f"vendor .rknn model: int8 {n.op_type} '{n.name}' with a mean or variance is not "
+            "decoded"
+        )
+    s_a = float(consts[0].scale[0])
+    shape = [1, channels] + [1] * 2
+    a = (q_a[:channels] * s_a).astype(np.float32).reshape(shape)
+    bias = (q_b[:channels] * float(x_scale[0]) * s_a).astype(np.float32).reshape(shape)
+    y = b.add("Mul", [x, b.const(a, "bn_a")], "bn_mul")
+    return b.add("Add", [y, b.const(bias, "bn_b")], "bn")
+
+
+@OPS.register("exNorm")
+def layer_norm(b: GraphBuilder, n: Node) -> str:
+    """LayerNorm over its stored axes (one: the compiler moves the normalised axis to the
+    channels, the tokens to the width)."""
+    src = single(b, n)
+    x = b.value(src)
+    if n.attrs is None:
+        raise VendorFormatError(f"vendor .rknn model: exNorm '{n.name}' has no attributes")
+    axes = n.attr_ints(NORM_AXES) or []
+    eps = float(n.attrs.scalar(NORM_EPSILON, "<f", 1e-5))
+    rank = len(src.shape)
+    if len(axes) != 1 or not -rank <= axes[0] < rank or not 0 <= eps < 1:
+        raise VendorFormatError(
+            f"vendor .rknn model: exNorm '{n.name}' (axes {axes}, epsilon {eps}) is not supported"
+        )
+    axis = axes[0] % rank
+    channels = src.shape[axis]
+    scale, bias = _params(b, n, 2, channels)
+    shape = [1] * rank
+    shape[axis] = channels
+    mean = b.add("ReduceMean", [x], "mean", axes=[axis], keepdims=1)
+    centred = b.add("Sub", [x, mean], "xc")
+    var = b.add("ReduceMean", [b.add("Mul", [centred, centred], "sq")], "var", axes=[axis],
+                keepdims=1)  # fmt: skip
+    std = b.add("Sqrt", [b.add("Add", [var, b.const(np.array(eps, np.float32), "eps")], "ve")],
+                "std")  # fmt: skip
+    y = b.add("Div", [centred, std], "norm")
+    y = b.add("Mul", [y, b.const(scale.reshape(shape), "g")], "scaled")
+    return b.add("Add", [y, b.const(bias.reshape(shape), "beta")], "ln")
+
+
+@OPS.register("Resize")
+def resize(b: GraphBuilder, n: Node) -> str:
+    """Resize to the output's stored size (nearest or linear, with the stored coordinate and
+    nearest-rounding modes)."""
+    src, out = single(b, n), output(b, n)
+    x = b.value(src)
+    attrs = n.attrs
+    if attrs is None or len(src.shape) != 4 or len(out.shape) != 4 or \
+            out.shape[:2] != src.shape[:2]:  # fmt: skip
+        raise VendorFormatError(f"vendor .rknn model: Resize '{n.name}' is not supported")
+    mode = attrs.string(RESIZE_MODE) or "nearest"
+    coords = attrs.string(RESIZE_COORDINATES) or "half_pixel"
+    nearest = attrs.string(RESIZE_NEAREST) or "round_prefer_floor"
+    if mode not in RESIZE_MODES or coords not in RESIZE_COORDINATE_MODES or \
+            nearest not in NEAREST_MODES:  # fmt: skip
+        raise VendorFormatError(
+            f"vendor .rknn model: Resize '{n.name}' (mode {mode}, coordinates {coords}, "
+            f"nearest {nearest}) is not supported"
+        )
+    extra = dict(nearest_mode=nearest) if mode == "nearest" else {}
+    sizes = b.const(np.array(out.shape, np.int64), "sizes")
+    empty = b.const(np.zeros(0, np.float32), "none")
+    return b.add("Resize", [x, empty, empty, sizes], "resize", mode=mode,
+                 coordinate_transformation_mode=coords, **extra)  # fmt: skip

@@ -1,0 +1,234 @@
+"""Convolutions and the activations the compiler fused after them (ConvRelu, ConvAdd, ...).
+
+A fused op type names its steps after "Conv": `ConvAddRelu` is a convolution, then an Add of
+its extra operand, then a Relu. Each registered name maps to its steps (FUSIONS); an unlisted
+combination is refused by name. int8 weights, biases and scales: int8.py.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+from onnx import TensorProto
+
+from ..errors import VendorFormatError
+from . import act_ops, int8, lut, weights
+from .decoders import OpTable
+from .fileformat import CONST_KINDS, Node
+from .graph import GraphBuilder, is_helper
+
+# NPU formats whose weight packing was checked against the vendor simulator (fixtures), per
+# weight type.
+VERIFIED_PACKINGS = {
+    "float16": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3"),
+    "int8": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3"),
+}
+# Conv attribute slots (ONNX names in alphabetical order; pooling: window_ops.py).
+CONV_DILATIONS, CONV_GROUP, CONV_KERNEL, CONV_PADS, CONV_STRIDES = 1, 2, 3, 4, 5
+# op type -> the steps fused after the convolution
+FUSIONS: dict[str, tuple[str, ...]] = {
+    "Conv": (),
+    "ConvRelu": ("Relu",),
+    "ConvAdd": ("Add",),
+    "ConvAddRelu": ("Add", "Relu"),
+    "ConvMul": ("Mul",),
+    "ConvSigmoid": ("Sigmoid",),
+    "ConvExSwish": ("ExSwish",),
+    "ConvClip": ("Clip",),
+    "ConvHardSwish": ("HardSwish",),
+    "ConvHardSigmoid": ("HardSigmoid",),
+    "ConvExGelu": ("ExGelu",),
+}
+# Where a float16 ConvClip keeps its bounds (float32 register values; inferred from toolkit
+# 2.5.0 builds of Clip(0, 6) and Clip(-1.5, 2.5)): rk3588/rk3566 shift the input by -lo
+# (0x4064, and 0x4090.. hold lo) and clip at hi - lo (0x406c), rk3562 likewise with 0x4040 and
+# 0x4078 (only lo = 0 is decoded in the shifted form); rk3576/rv1126b hold lo and hi (0x4074,
+# 0x4078).
+CLIP_SHIFTED = {"RKNPU v2": (0x4064, 0x406C), "RKNPU lite": (0x4064, 0x406C),
+                "RKNPU t4": (0x4040, 0x4078)}  # fmt: skip
+CLIP_BOUNDS = {"RKNPU f2": (0x4074, 0x4078), "RKNPU f3": (0x4074, 0x4078)}
+OPS = OpTable()
+
+
+def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
+    """A convolution (the weight and bias are its second and third inputs) and the steps
+    the compiler fused after it (`steps`, from the op type)."""
+    m = b.m
+    ins = [m.tensors[i] for i in n.inputs]
+    if len(ins) < 2:
+        raise VendorFormatError(f"vendor .rknn model: op {n.op_type} '{n.name}' lacks its weight")
+    x, w = ins[:2]
+    if m.npu_format not in VERIFIED_PACKINGS.get(w.dtype, ()):
+        raise VendorFormatError(
+            f"vendor .rknn model: {w.dtype} weight packing of NPU format '{m.npu_format}' "
+            f"({m.platform}; op '{n.name}') is not verified"
+        )
+    # A convolution the compiler tiled (`*_tile1`) may come without a bias.
+    bias = ins[2] if len(ins) > 2 and ins[2].kind in CONST_KINDS else None
+    rest = ins[3:] if bias is not None else ins[2:]
+    group = n.attr_int(CONV_GROUP, 1) or 1
+    kernel = n.attr_ints(CONV_KERNEL)
+    if len(w.shape) != 4 or not kernel:
+        raise VendorFormatError(
+            f"vendor .rknn model: op '{n.name}' has an undecodable weight shape"
+        )
+    oc, ic, kh, kw = w.shape
+    depthwise = group > 1 and oc == 1 and ic == group
+    if group > 1 and not depthwise:
+        raise VendorFormatError(
+            f"vendor .rknn model: grouped convolution '{n.name}' is not supported"
+        )
+    # The weights stay in their stored type inside the graph (half or a quarter of float32
+    # bytes to serialise and load); onnxruntime folds the conversion once at session creation.
+    if w.dtype == "float16":
+        w16 = weights.unpack(m.data(w), "float16", w.native_shape, oc, ic, kh, kw, w.name)
+        if depthwise:
+            w16 = w16.reshape(ic, 1, kh, kw)
+        weight = b.add("Cast", [b.weight(w16, "w")], "wf", to=TensorProto.FLOAT)
+        channels = ic if depthwise else oc
+        # (the compiler's depthwise convs for AveragePools come without a bias)
+        bf = m.const(bias, "<f4") if bias is not None else np.zeros(channels, np.float32)
+        if bf.size < channels:
+            raise VendorFormatError(f"vendor .rknn model: the bias of '{n.name}' is too short")
+        bf = bf[:channels]
+    elif w.dtype == "int8":
+        if bias is None:  # the scales are recovered from the bias blob
+            raise VendorFormatError(f"vendor .rknn model: int8 op '{n.name}' without a bias blob")
+        operands = [t for t in rest if not is_helper(t)]
+        mul_operand = operands[0] if steps == ("Mul",) and len(operands) == 1 else None
+        conv = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise,
+                                 _lut_activation(steps), mul_operand)  # fmt: skip
+        per_channel = (-1, 1, 1, 1)
+        q = b.add("Cast", [b.weight(conv.q, "wq")], "wqf", to=TensorProto.FLOAT)
+        centred = b.add("Sub", [q, b.const(conv.zw.reshape(per_channel), "wzp")], "wc")
+        weight = b.add("Mul", [centred, b.const(conv.scale.reshape(per_channel), "ws")], "wf")
+        bf = conv.bias
+    else:
+        raise VendorFormatError(f"vendor .rknn model: conv weight type {w.dtype} is not supported")
+    attrs = dict(kernel_shape=kernel, group=group)
+    for key, slot in (("dilations", CONV_DILATIONS), ("pads", CONV_PADS),
+                      ("strides", CONV_STRIDES)):  # fmt: skip
+        value = n.attr_ints(slot)
+        if value:
+            attrs[key] = value
+    y = b.add("Conv", [b.conv_input(x), weight, b.const(bf.astype(np.float32), "b")],
+              "conv", **attrs)  # fmt: skip
+    extra = [t for t in rest if not is_helper(t)]
+    for step in steps:
+        if step in ("Add", "Mul"):
+            if len(extra) != 1:
+                raise VendorFormatError(
+                    f"vendor .rknn model: {n.op_type} '{n.name}' needs one operand"
+                )
+            y = b.add(step, [y, b.value(extra[0])], "fused")
+        elif step == "Relu":
+            y = b.add("Relu", [y], "relu")
+        elif step == "Clip":
+            y = _clip(b, n, y)
+        elif b.quantized and _lut_activation(steps) is None:  # a table after other steps
+            raise VendorFormatError(
+                f"vendor .rknn model: int8 op {n.op_type} '{n.name}' (its pre-activation "
+                "scale is not decoded) is not supported"
+            )
+        elif step == "Sigmoid":
+            y = b.add("Sigmoid", [y], "sigmoid")
+        elif step == "HardSwish":
+            y = b.add("Mul", [y, b.add("HardSigmoid", [y], "hsig", alpha=1 / 6, beta=0.5)],
+                      "hswish")  # fmt: skip
+        elif step == "HardSigmoid":
+            alpha, beta = _hard_sigmoid(b, n)
+            y = b.add("HardSigmoid", [y], "hsig", alpha=alpha, beta=beta)
+        elif step == "ExGelu":
+            y = act_ops.gelu(b, y)
+        else:  # ExSwish
+            y = b.add("Mul", [y, b.add("Sigmoid", [y], "sigmoid")], "swish")
+    return y
+
+
+def _float_reg(regs: dict[int, int], reg: int) -> float:
+    return float(np.array(regs.get(reg, 0), np.uint32).view(np.float32))
+
+
+def _clip(b: GraphBuilder, n: Node, y: str) -> str:
+    """A fused Clip. int8: the output's quantisation range starts at the lower bound 0 and
+    the calibrated range lies inside the bounds, so saturation clips (a Relu, then rounding to
+    the output's type). float16: the bounds from the op's registers."""
+    out = b.m.tensors[n.outputs[0]]
+    if b.quantized:
+        if out.zp[:1] != [-128]:
+            raise VendorFormatError(
+                f"vendor .rknn model: int8 ConvClip '{n.name}' with a lower bound other than 0 "
+                "is not supported"
+            )
+        return b.add("Relu", [y], "relu")
+    regs = b.registers().first_task(n)
+    fmt = b.m.npu_format
+    if fmt in CLIP_SHIFTED and regs is not None:
+        shift_reg, span_reg = CLIP_SHIFTED[fmt]
+        lo, hi = -_float_reg(regs, shift_reg), _float_reg(regs, span_reg)
+        if lo != 0:  # (the shifted form's other registers are not decoded)
+            hi = float("nan")
+    elif fmt in CLIP_BOUNDS and regs is not None:
+        lo, hi = (_float_reg(regs, r) for r in CLIP_BOUNDS[fmt])
+    else:
+        lo = hi = float("nan")
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise VendorFormatError(
+            f"vendor .rknn model: the bounds of ConvClip '{n.name}' ({fmt}) are not decoded"
+        )
+    bounds = [b.const(np.array(v, np.float32), "clip") for v in (lo, hi)]
+    return b.add("Clip", [y, *bounds], "clip")
+
+
+# A fused HardSigmoid feeds a linear lookup table u -> clamp(u / 2^16 + 1/2) with
+# u = 32767.5 (alpha x + beta - 1/2): rk3588/rk3566 program the multiplier 32767.5 alpha as
+# float16 in bits 31:16 of 0x4068 and add 32767.5 (beta - 1/2) as float32 (0x4064) after it;
+# rk3562 programs the same registers but adds (beta - 1/2) / alpha before the multiplier, as
+# rk3576/rv1126b do, which keep the multiplier in u16 word 16 of the output's BnCfg constant
+# and the addend in its float32 word 0. Inferred from HardSigmoid(0.2, 0.4) and (1/6, 1/2)
+# builds; the multiplier has float16 precision, so the alphas of PyTorch (1/6) and of ONNX's
+# default (0.2) are taken exactly where they round to it.
+HSIG_UNIT = 32767.5
+HSIG_REGS = {"RKNPU v2": (0x4064, 0x4068), "RKNPU lite": (0x4064, 0x4068),
+             "RKNPU t4": (0x4064, 0x4068)}  # fmt: skip
+HSIG_ADD_AFTER = ("RKNPU v2", "RKNPU lite")  # the addend follows the multiplier
+HSIG_ALPHAS = (1 / 6, 0.2)
+
+
+def _hard_sigmoid(b: GraphBuilder, n: Node) -> tuple[float, float]:
+    fmt = b.m.npu_format
+    mul = add = None
+    if fmt in HSIG_REGS:
+        regs = b.registers().first_task(n) or {}
+        add_reg, mul_reg = HSIG_REGS[fmt]
+        if mul_reg in regs and not (regs[mul_reg] >> 8) & 0x3F:
+            mul, add = regs[mul_reg] >> 16, _float_reg(regs, add_reg)
+    else:
+        name = b.m.tensors[n.outputs[0]].name + lut.BN_CFG_SUFFIX
+        cfg = next((t for t in b.m.tensors if t.name == name), None)
+        raw = bytes(b.m.data(cfg)) if cfg is not None else b""
+        if len(raw) >= 2 * lut.BN_CFG_OPERAND + 2:
+            mul = int(np.frombuffer(raw, "<u2", lut.BN_CFG_OPERAND + 1)[-1])
+            add = float(np.frombuffer(raw, "<f4", 1)[0])
+    if mul is None or add is None:
+        raise VendorFormatError(
+            f"vendor .rknn model: the parameters of {n.op_type} '{n.name}' ({fmt}) are not decoded"
+        )
+    scaled = float(np.array(mul, np.uint16).view(np.float16))
+    alpha = next((a for a in HSIG_ALPHAS if float(np.float16(a * HSIG_UNIT)) == scaled),
+                 scaled / HSIG_UNIT)  # fmt: skip
+    beta = 0.5 + (add / HSIG_UNIT if fmt in HSIG_ADD_AFTER else add * alpha)
+    if not (np.isfinite(alpha) and np.isfinite(beta) and alpha > 0):
+        raise VendorFormatError(f"vendor .rknn model: {n.op_type} '{n.name}' has invalid "
+                                "parameters")  # fmt: skip
+    return alpha, float(np.float32(beta))
+
+
+def _lut_activation(steps: tuple[str, ...]) -> str | None:
+    """The lookup-table activation whose table sets the conv's int8 scale (int8.py), if any."""
+    return steps[0] if steps in (("Sigmoid",), ("ExSwish",)) else None
+
+
+for _op_type, _steps in FUSIONS.items():
+    OPS.register(_op_type, shape_free=True)(partial(_conv, steps=_steps))

@@ -1,0 +1,152 @@
+"""The ONNX graph a vendor file is rebuilt into, and the rounding rules every decoder uses.
+
+The graph computes what the vendor's simulator computes: every stored tensor is rounded to its
+stored type after the op that writes it (fp16 tensors by a Cast round trip, int8 tensors by
+QuantizeLinear/DequantizeLinear with the tensor's own scale and zero point), while the ops run
+in float32.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+from onnx import helper as oh
+
+from .. import numerics
+from ..errors import VendorFormatError
+from . import int8
+from .fileformat import CONST_KINDS, Node, Tensor, VendorModel
+
+EXTERNAL_MIN_BYTES = 4096
+LAYOUT_NC1HWC2, LAYOUT_PACKED = 64, 65  # tensor field 1
+
+
+def is_helper(t: Tensor) -> bool:
+    """`*_exSecondary` inputs are the compiler's layout/requantisation helpers."""
+    return t.name.endswith("_exSecondary")
+
+
+class GraphBuilder:
+    def __init__(self, model: VendorModel) -> None:
+        self.m = model
+        self.nodes: list[onnx.NodeProto] = []
+        # initializers are written straight into the graph (one copy of each weight)
+        self.model = onnx.ModelProto(ir_version=8, producer_name="rknnrt-vendor-rknn")
+        self.graph = self.model.graph
+        self.external: list[tuple[onnx.TensorProto, np.ndarray]] = []
+        self.values: dict[int, str] = {}  # tensor index -> float32 value name
+        # int8 tensors: tensor index -> (int8 value, scale, zero point) names
+        self.int8_values: dict[int, tuple[str, str, str]] = {}
+        self.conv_inputs: dict[int, str] = {}  # int8 tensor index -> its value for a Conv
+        self.quantized = any(t.qnt_type == "int8" for t in model.tensors)
+        self.regs = int8.RegisterFile(model) if self.quantized else None
+        self._registers = self.regs
+        self._n = 0
+
+    def registers(self) -> int8.RegisterFile:
+        """The ops' register values (read on first use in a float model)."""
+        if self._registers is None:
+            self._registers = int8.RegisterFile(self.m)
+        return self._registers
+
+    def fresh(self, hint: str) -> str:
+        self._n += 1
+        return f"v{self._n}_{hint}"
+
+    def const(self, array: np.ndarray, hint: str) -> str:
+        name = self.fresh(hint)
+        tensor = self.graph.initializer.add()
+        tensor.name = name
+        tensor.data_type = oh.np_dtype_to_tensor_dtype(array.dtype)
+        tensor.dims.extend(array.shape)
+        tensor.raw_data = np.ascontiguousarray(array).tobytes()
+        return name
+
+    def weight(self, array: np.ndarray, hint: str) -> str:
+        """A large constant: placed in the weights section by the caller of rebuild() when
+        it fits (the graph then names it EXTERNAL, as rknnrt's own models do), else inlined."""
+        if array.nbytes < EXTERNAL_MIN_BYTES:
+            return self.const(array, hint)
+        name = self.fresh(hint)
+        tensor = self.graph.initializer.add()
+        tensor.name = name
+        tensor.data_type = oh.np_dtype_to_tensor_dtype(array.dtype)
+        tensor.dims.extend(array.shape)
+        self.external.append((tensor, np.ascontiguousarray(array)))
+        return name
+
+    def add(self, op: str, inputs: list[str], hint: str, **attrs: object) -> str:
+        out = self.fresh(hint)
+        self.nodes.append(oh.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def value(self, t: Tensor) -> str:
+        """The float32 value of tensor `t` (constants become initializers on first use;
+        an int8 tensor's DequantizeLinear is made when first needed)."""
+        if t.index not in self.values and t.index in self.int8_values:
+            q, scale, zp = self.int8_values[t.index]
+            self.values[t.index] = self.add("DequantizeLinear", [q, scale, zp], "dq")
+        if t.index not in self.values:
+            if t.kind not in CONST_KINDS:
+                raise VendorFormatError(
+                    f"vendor .rknn model: tensor '{t.name}' is used before any op writes it"
+                )
+            if t.layout_tag in (LAYOUT_NC1HWC2, LAYOUT_PACKED):
+                raise VendorFormatError(
+                    f"vendor .rknn model: constant '{t.name}' in an NPU layout (tag "
+                    f"{t.layout_tag}) read by an element-wise op is not decoded"
+                )
+            array = self.m.const(t).astype(np.float32)
+            if t.qnt_type == "int8" and t.scale:  # a quantised constant: its real values
+                array = numerics.dequantize(array, t.scale[0], t.zp[0] if t.zp else 0)
+            if t.shape and array.size >= int(np.prod(t.shape)):
+                array = array[: int(np.prod(t.shape))].reshape(t.shape)
+            self.values[t.index] = self.const(array, "const")
+        return self.values[t.index]
+
+    def conv_input(self, t: Tensor) -> str:
+        """The float value of `t` for a Conv. An int8 tensor is dequantised arithmetically
+        (Cast, Sub, Mul: the same float operations as DequantizeLinear) so that onnxruntime does
+        not see the DequantizeLinear -> Conv pattern it would rewrite by quantising the float
+        weights per tensor (its WeightBiasQuantization), which changes results."""
+        if t.index not in self.int8_values:
+            return self.value(t)
+        if t.index not in self.conv_inputs:  # one dequantisation however many convs read it
+            q, scale, zp = self.int8_values[t.index]
+            x = self.add("Cast", [q], "i2f", to=TensorProto.FLOAT)
+            zp_f = self.add("Cast", [zp], "zpf", to=TensorProto.FLOAT)
+            deq = self.add("Mul", [self.add("Sub", [x, zp_f], "sub"), scale], "deq")
+            self.conv_inputs[t.index] = deq
+        return self.conv_inputs[t.index]
+
+    def store(self, raw: str, t: Tensor) -> None:
+        """Round op output `raw` to the stored type of tensor `t`, as the NPU stores it."""
+        if t.qnt_type == "int8" and t.scale:
+            scale = self.const(np.array(t.scale[0], np.float32), "scale")
+            zp = self.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
+            q = self.add("QuantizeLinear", [raw, scale, zp], "q")
+            self.int8_values[t.index] = (q, scale, zp)
+            self.values.pop(t.index, None)
+            return
+        elif t.dtype == "float16":
+            half = self.add("Cast", [raw], "h", to=TensorProto.FLOAT16)
+            raw = self.add("Cast", [half], "f", to=TensorProto.FLOAT)
+        self.values[t.index] = raw
+
+
+def single(b: GraphBuilder, n: Node) -> Tensor:
+    """The first input of `n` (every op has one)."""
+    if not n.inputs:
+        raise VendorFormatError(f"vendor .rknn model: op {n.op_type} '{n.name}' has no input")
+    return b.m.tensors[n.inputs[0]]
+
+
+def operands(b: GraphBuilder, n: Node) -> list[Tensor]:
+    """The inputs of `n` less the compiler's helpers."""
+    return [t for t in (b.m.tensors[i] for i in n.inputs) if not is_helper(t)]
+
+
+def output(b: GraphBuilder, n: Node) -> Tensor:
+    """The first output of `n` (rebuild.py checks every op has one)."""
+    return b.m.tensors[n.outputs[0]]

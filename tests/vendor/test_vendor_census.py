@@ -1,0 +1,31 @@
+"""tools/vendor_census.py: op types and packings of a set of vendor files, and which decode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tools import vendor_census
+
+ARCH = Path(__file__).parent / "fixtures_arch"
+
+
+def test_census_of_two_files() -> None:
+    files = [ARCH / "stem_rk3576_i8.rknn", ARCH / "transformer_rk3588_i8.rknn"]
+    result = vendor_census.census(files)
+    assert result["ops"]["ConvRelu"] == dict(files=1, decoded=True)
+    assert result["ops"]["exSDPAttention"] == dict(files=1, decoded=True)
+    assert result["ops"]["ConvExGelu"] == dict(files=1, decoded=True)  # fp16 only: see below
+    stem_key = "RKNPU f2 int8 conv 7x7 ic=3 native=[1, 1, 7, 7, 32, 4]"
+    assert result["packings"][stem_key] == dict(files=1, decoded=True)
+    assert result["files"][str(files[0])] == "loads"
+    assert "int8 op ConvExGelu" in result["files"][str(files[1])]
+    refused = vendor_census.census([ARCH / "stem_rk3562_i8.rknn"])  # a file that loads
+    assert all(row["decoded"] for row in refused["packings"].values())
+
+
+def test_census_main_prints_the_tables(capsys, tmp_path) -> None:
+    out = tmp_path / "census.json"
+    assert vendor_census.main([str(ARCH / "pad_rk3562_i8.rknn"), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "Pad" in printed and "1 of 1 files load" in printed
+    assert '"Pad"' in out.read_text()
