@@ -1,4 +1,4 @@
-"""`rknnrt` command line: convert, info, run, bench, perf, eval, sweep.
+"""`rknnrt` command line: convert, info, run, bench, perf, eval, sweep, sdk, compat.
 
 Models given as .onnx are converted on the fly (float, rk3588 unless --target says otherwise);
 `rknnrt run` with no model converts and runs the bundled default CNN.
@@ -18,6 +18,7 @@ import numpy as np
 from . import api as rk
 from . import perf_cli
 from .capi import sdk as capi_sdk
+from .compat import command as compat_command
 from .core import registry
 from .evaluation import commands as evaluation_commands
 from .toolkit import RKNN, convert_cmd, samples
@@ -353,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     perf_cli.add_parser(sub, _load)  # `perf`: rknnrt/perf_cli.py
     capi_sdk.register(sub)
+    compat_command.add_parser(sub)  # `compat`: rknnrt/compat/
     evaluation_commands.add_parsers(sub)  # eval, sweep
     return parser
 
