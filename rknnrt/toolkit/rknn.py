@@ -22,7 +22,7 @@ from . import accuracy, builder, codegen, custom_ops, hybrid, onnx_import
 from . import config as configuration
 from . import dataset as datasets
 from .errors import ConversionError
-from .loaders import darknet, others, pytorch, tensorflow
+from .loaders import caffe, darknet, pytorch, tensorflow
 from .simulation import RuntimeReported, Simulation
 
 TOOLKIT_VERSION = builder.TOOLKIT_VERSION
@@ -142,7 +142,7 @@ class RKNN:
 
     @_reported
     def load_caffe(self, model, blobs=None, input_name=None) -> None:
-        others.refuse("Caffe", model, blobs)
+        self._loaded(caffe.load(model, blobs), self._stem(model, "caffe_model"))
 
     @_reported
     def load_darknet(self, model, weight) -> None:

@@ -114,12 +114,14 @@ def test_load_pytorch_with_real_torch(tmp_path) -> None:
     assert "is not a TorchScript model" in rknn.last_error
 
 
-def test_caffe_says_what_to_do_and_missing_files(tmp_path) -> None:
+def test_caffe_and_darknet_name_unreadable_and_missing_files(tmp_path) -> None:
     rknn = RKNN()
     for name in ("m.prototxt", "m.caffemodel", "m.cfg", "m.weights"):
         (tmp_path / name).write_text("x")
     assert rknn.load_caffe(str(tmp_path / "m.prototxt"), str(tmp_path / "m.caffemodel")) == -1
-    assert "Caffe models are not supported" in rknn.last_error and "load_onnx" in rknn.last_error
+    assert "m.prototxt: not a Caffe prototxt" in rknn.last_error
+    assert rknn.load_caffe(str(tmp_path / "no.prototxt"), str(tmp_path / "m.caffemodel")) == -1
+    assert "cannot read Caffe prototxt" in rknn.last_error and "no.prototxt" in rknn.last_error
     assert rknn.load_darknet(str(tmp_path / "no.cfg"), str(tmp_path / "m.weights")) == -1
     assert "cannot read Darknet files" in rknn.last_error and "no.cfg" in rknn.last_error
 
