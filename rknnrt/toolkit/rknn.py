@@ -261,9 +261,8 @@ class RKNN:
     @_reported
     def hybrid_quantization_step2(self, model_input, data_input,
                                   model_quantization_cfg) -> None:  # fmt: skip
-        if self._onnx is not None:
-            raise ConversionError("a model is already loaded: call hybrid_quantization_step2 "
-                                  "on a new RKNN object, without load_onnx")
+        # the files replace whatever this object holds (the model zoo runs step 1 and step 2
+        # on one object, as the vendor allows)
         prepared, stored = hybrid.read_model(os.fspath(model_input))
         if stored is not None and not self._configured:
             self._config = configuration.updated(configuration.DEFAULTS, stored)[0]
