@@ -204,7 +204,8 @@ def layers_between(model: onnx.ModelProto, start: str, end: str) -> list[str]:
     is included). Layers feeding the subgraph from elsewhere are not part of it."""
     nodes = list(model.graph.node)
     producers = {o: n for n in nodes for o in n.output}
-    tensors = {t for n in nodes for t in (*n.input, *n.output)} | {i.name for i in model.graph.input}
+    tensors = {t for n in nodes for t in (*n.input, *n.output)}
+    tensors |= {i.name for i in model.graph.input}
     # a tensor name first (what the vendor's examples give); a node's name otherwise
     by_name = {n.name: n for n in nodes if n.name not in tensors}
     if start not in tensors and start not in by_name:
