@@ -185,6 +185,9 @@ def compile_model(
         raise ConversionError(f"quantisation failed: {exc}") from None
     if cut is not None:  # the custom nodes back in place, around the converted program
         program = custom_ops.stitch(program, cut, io_qparams)
+    # a pass may leave a value_info entry for a graph output with the float type it had before
+    # conversion; onnxruntime rejects the graph then (the output's own entry carries the type)
+    drop_io_value_info(program)
     kept = onnx.ModelProto()  # lowering moves the weights out of the graph it is given
     kept.CopyFrom(program)
     meta, graph, weights = lower.lower(
