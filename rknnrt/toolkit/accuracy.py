@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from .errors import ConversionError
+from .errors import ConversionError, engine_words
 from .probe import cosine, probe_session
 
 WORST_SHOWN = 5
@@ -231,7 +231,9 @@ def run(float_program: onnx.ModelProto, program: onnx.ModelProto, sample: Sequen
     except ConversionError:
         raise
     except Exception as exc:  # onnxruntime's errors come in several types
-        raise ConversionError(f"accuracy analysis could not run the models: {exc}") from None
+        raise ConversionError(
+            f"accuracy analysis could not run the models: {engine_words(exc)}"
+        ) from None
     try:
         path = write(output_dir, errors, golden, simulated)
     except OSError as exc:

@@ -17,7 +17,7 @@ import onnx
 from ..model import container, targets
 from . import custom_ops, lower, onnx_import, passes, quantize
 from . import dataset as datasets
-from .errors import ConversionError
+from .errors import ConversionError, engine_words
 
 TOOLKIT_VERSION = "0.1.0"
 # onnxruntime (and rknnrt's passes) work from opset 11 on; older models are upgraded to this.
@@ -92,7 +92,7 @@ def prepare(model: onnx.ModelProto, config: dict[str, Any], do_quantization: boo
     try:
         prepared = passes.run_all(model)
     except Exception as exc:  # onnx/onnxruntime errors from folding or checking
-        raise ConversionError(f"graph optimisation failed: {exc}") from None
+        raise ConversionError(f"graph optimisation failed: {engine_words(exc)}") from None
     onnx_import.check_ops(prepared)
     return prepared, shape_sets, cut
 
@@ -182,7 +182,7 @@ def compile_model(
     except ConversionError:
         raise
     except Exception as exc:  # numpy/onnx errors while rewriting the graph
-        raise ConversionError(f"quantisation failed: {exc}") from None
+        raise ConversionError(f"quantisation failed: {engine_words(exc)}") from None
     if cut is not None:  # the custom nodes back in place, around the converted program
         program = custom_ops.stitch(program, cut, io_qparams)
     # a pass may leave a value_info entry for a graph output with the float type it had before

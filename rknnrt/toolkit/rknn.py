@@ -21,7 +21,7 @@ import onnx
 from . import accuracy, builder, codegen, custom_ops, hybrid, onnx_import
 from . import config as configuration
 from . import dataset as datasets
-from .errors import ConversionError
+from .errors import ConversionError, engine_words
 from .loaders import caffe, darknet, pytorch, tensorflow
 from .simulation import RuntimeReported, Simulation
 
@@ -43,7 +43,7 @@ def _reported(method: Callable[..., Any]) -> Callable[..., Any]:
                 sys.stderr.write(f"E {method.__name__}: {exc}\n")
             return failure
         except Exception as exc:  # a converter bug: still the vendor's failure value, say so
-            self.last_error = f"internal error: {type(exc).__name__}: {exc}"
+            self.last_error = f"internal error: {type(exc).__name__}: {engine_words(exc)}"
             sys.stderr.write(f"E {method.__name__}: {self.last_error}\n")
             return failure
         self.last_error = ""
@@ -303,7 +303,7 @@ class RKNN:
         except ConversionError:
             raise
         except Exception as exc:  # onnx/onnxruntime errors
-            raise ConversionError(f"graph optimisation failed: {exc}") from None
+            raise ConversionError(f"graph optimisation failed: {engine_words(exc)}") from None
         onnx.save(optimized, optimized_path or f"{self._stem(model, 'model')}.optimized.onnx")
 
     # -- running ------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from ..errors import ConversionError
+from ..errors import ConversionError, engine_words
 from ..probe import probe_session
 
 # Activation calibration algorithms, the vendor's names.
@@ -138,7 +138,7 @@ def calibrate(
     try:
         session = probe_session(model, tensors)
     except Exception as exc:  # onnxruntime's errors come in several types
-        raise ConversionError(f"calibration model cannot be loaded: {exc}") from None
+        raise ConversionError(f"calibration model cannot be loaded: {engine_words(exc)}") from None
     names = [i.name for i in model.graph.input]
     hists = {t: _Histogram() for t in tensors}
     for k, sample in enumerate(samples):
