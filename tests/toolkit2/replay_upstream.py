@@ -1,15 +1,17 @@
-"""Run the vendor's own example scripts against rknnrt, with only the import line changed.
+"""Run the vendor's own example scripts against rknnrt, unedited, through `rknnrt compat`.
 
-    python -m tests.toolkit2.replay_upstream [REPO_GIT_DIR] [--only NAME]
+    python -m tests.toolkit2.replay_upstream [REPO_GIT_DIR] [--zoo ZOO_GIT_DIR] [--only NAME]
 
 REPO_GIT_DIR is a clone (or bare mirror) of airockchip/rknn-toolkit2. Each example folder is
-exported into a temporary directory; `from rknn.api import RKNN` becomes
-`from rknnrt.toolkit import RKNN` and `from rknnlite.api import RKNNLite` becomes
-`from rknnrt.lite import RKNNLite`. Model files the repository does not carry (downloaded or
-large files) are replaced by small models built here with the same inputs and outputs; `cv2`
-and `torchvision` (not installed) are provided by small shims over Pillow and torch. The
-outcome of every script (exit status and its last lines) is printed as a table. Not a test:
-it needs the upstream repository, which CI does not have.
+exported into a temporary directory and run as it is: the compatibility layer is installed
+into a temporary site directory (`rknn.api`, `rknn.utils`, `rknnlite.api` forwarding to
+rknnrt) that comes first on PYTHONPATH, so `from rknn.api import RKNN` finds rknnrt. Model
+files the repository does not carry (downloaded or large files) are replaced by models built
+here with the same names and interfaces (small ONNX stand-ins, a caffemodel with the blobs the
+prototxt asks for, Darknet weights of the cfg's real layout); `cv2` and `torchvision` (not
+installed) are provided by small shims over Pillow and torch. The outcome of every script (exit
+status and its last lines) is printed. Not a test: it needs the upstream repository, which CI
+does not have.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import tempfile
 import numpy as np
 import onnx
 
+from rknnrt.compat import layer
 from tests.toolkit2.models import Graph, ocr_det_like
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -74,17 +77,37 @@ def resnet18(pretrained=False, **kwargs):
 '''
 
 
-def classifier(size: int = 224, classes: int = 1000, seed: int = 0) -> onnx.ModelProto:
+def classifier(size: int = 224, classes: int = 1000, seed: int = 0,
+               input_name: str = "data") -> onnx.ModelProto:  # fmt: skip
     """ImageNet-shaped classifier: [1,3,size,size] -> [1,classes] logits."""
     g = Graph(seed)
-    x = g.node("Relu", [g.conv("data", "c1", 3, 16, stride=4)], "r1")
+    x = g.node("Relu", [g.conv(input_name, "c1", 3, 16, stride=4)], "r1")
     x = g.node("Relu", [g.conv(x, "c2", 16, 32, stride=4)], "r2")
     x = g.node("Flatten", [g.node("GlobalAveragePool", [x], "gap")], "flat")
     w = g.const("fc.w", (g.rng.randn(32, classes) * 0.5).astype(np.float32))
     # resnet50v2.onnx's output name: the accuracy_analysis example reads its snapshot file
     g.node("MatMul", [x, w], "resnetv24_dense0_fwd")
-    return g.model([("data", [1, 3, size, size])], ["resnetv24_dense0_fwd"], opset=11,
+    return g.model([(input_name, [1, 3, size, size])], ["resnetv24_dense0_fwd"], opset=11,
                    name="classifier")
+
+
+def _caffemodel(work: str, prototxt: str) -> bytes:
+    from tests.toolkit2.caffe_files import caffemodel, weights_for
+
+    with open(os.path.join(work, prototxt)) as f:
+        return caffemodel(weights_for(f.read()))
+
+
+def _darknet_weights(work: str, cfg: str) -> bytes:
+    from tests.toolkit2.darknet_files import weights_for
+
+    with open(os.path.join(work, cfg)) as f:
+        return weights_for(f.read())
+
+
+MV2 = "../../caffe/mobilenet_v2/"
+CAFFE_MV2 = {f"{MV2}mobilenet_v2.caffemodel":
+             lambda work: _caffemodel(work, f"{MV2}mobilenet_v2_deploy.prototxt")}  # fmt: skip
 
 
 def yolov5_heads(size: int = 640, seed: int = 1) -> onnx.ModelProto:
@@ -107,7 +130,8 @@ def yolov5_heads(size: int = 640, seed: int = 1) -> onnx.ModelProto:
     return g.model([("images", [1, 3, size, size])], outs, opset=12, name="yolov5s_relu")
 
 
-# example folder -> (script, {file to write: builder}) ; other files come from the repository
+# example folder -> (script, {file to write: builder}); other files come from the repository.
+# A builder returns an onnx model or the file's bytes; it is called with the example's folder.
 EXAMPLES = {
     "rknn-toolkit2/examples/onnx/resnet50v2": ("test.py", {"resnet50v2.onnx": classifier}),
     "rknn-toolkit2/examples/functions/accuracy_analysis":
@@ -115,15 +139,18 @@ EXAMPLES = {
     "rknn-toolkit2/examples/onnx/yolov5": ("test.py", {"yolov5s_relu.onnx": yolov5_heads}),
     "rknn-toolkit2/examples/pytorch/resnet18": ("test.py", {}),
     "rknn-toolkit2/examples/functions/custom_op/convert_custom_onnx_to_rknn": ("test.py", {}),
+    "rknn-toolkit2/examples/functions/onnx_edit": ("test.py", {}),
     "rknn-toolkit2/examples/functions/hybrid_quant": ("step1.py", {}),
     "rknn-toolkit2/examples/functions/multi_input": ("test.py", {}),
-    "rknn-toolkit2/examples/functions/dynamic_shape": ("test.py", {}),
-    "rknn-toolkit2/examples/functions/multi_batch": ("test.py", {}),
-    "rknn-toolkit2/examples/functions/codegen": ("test.py", {}),
+    "rknn-toolkit2/examples/functions/dynamic_shape": ("test.py", CAFFE_MV2),
+    "rknn-toolkit2/examples/functions/multi_batch": ("test.py", CAFFE_MV2),
+    "rknn-toolkit2/examples/functions/codegen": ("test.py", CAFFE_MV2),
     "rknn-toolkit2/examples/functions/quantize_algorithm_mmse": ("test.py", {}),
     "rknn-toolkit2/examples/tflite/mobilenet_v1": ("test.py", {}),
-    "rknn-toolkit2/examples/caffe/mobilenet_v2": ("test.py", {}),
-    "rknn-toolkit2/examples/darknet/yolov3_416x416": ("test.py", {}),
+    "rknn-toolkit2/examples/caffe/mobilenet_v2": ("test.py", {
+        "mobilenet_v2.caffemodel": lambda work: _caffemodel(work, "mobilenet_v2_deploy.prototxt")}),
+    "rknn-toolkit2/examples/darknet/yolov3_416x416": ("test.py", {
+        "yolov3.weights": lambda work: _darknet_weights(work, "yolov3.cfg")}),
     "rknn-toolkit-lite2/examples/resnet18": ("test.py", {"resnet18_for_rk3588.rknn": "lite"}),
 }  # fmt: skip
 
@@ -163,6 +190,13 @@ def _lite_model(path: str) -> None:
     rknn.export_rknn(path)
 
 
+def _takes_folder(build) -> bool:
+    """Builders that read the example's own files take its folder as `work`."""
+    import inspect
+
+    return "work" in inspect.signature(build).parameters
+
+
 def replay(git_dir: str, folder: str, script: str, substitutes: dict, timeout: int,
            tops: list[str] | None = None, commands: list[list[str]] | None = None) -> tuple:
     """Run `script` (or each of `commands`) in the exported `folder`; the last outcome."""
@@ -179,8 +213,13 @@ def replay(git_dir: str, folder: str, script: str, substitutes: dict, timeout: i
                 continue  # the repository's own file is there: use it
             if build == "lite":
                 _lite_model(target)
+                continue
+            made = build(work) if _takes_folder(build) else build()
+            if isinstance(made, onnx.ModelProto):
+                onnx.save(made, target)
             else:
-                onnx.save(build(), target)
+                with open(target, "wb") as f:
+                    f.write(made)
         shims = os.path.join(tmp, "_shims")
         os.makedirs(os.path.join(shims, "torchvision"), exist_ok=True)
         with open(os.path.join(shims, "cv2.py"), "w") as f:
@@ -190,19 +229,10 @@ def replay(git_dir: str, folder: str, script: str, substitutes: dict, timeout: i
         with open(os.path.join(shims, "torchvision", "models.py"), "w") as f:
             f.write(TORCHVISION_SHIM)
         commands = commands or [[script]]
-        for name in {c[0] for c in commands} | {"../../../py_utils/rknn_executor.py"}:
-            path = os.path.normpath(os.path.join(work, name))
-            if not os.path.exists(path):
-                continue
-            with open(path) as f:
-                source = f.read()
-            source = source.replace("from rknn.api import RKNN",
-                                    "from rknnrt.toolkit import RKNN")  # fmt: skip
-            source = source.replace("from rknnlite.api import RKNNLite",
-                                    "from rknnrt.lite import RKNNLite")  # fmt: skip
-            with open(path, "w") as f:
-                f.write(source)
-        env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{shims}{os.pathsep}{tmp}",
+        site = os.path.join(tmp, "_site")
+        os.makedirs(site)
+        layer.install(site)  # the scripts stay as they are: rknn.api is rknnrt's
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([site, ROOT, shims, tmp]),
                    MPLBACKEND="Agg")  # fmt: skip
         outcome: tuple = ("not run", "")
         for command in commands:
@@ -227,6 +257,16 @@ ZOO = {
         [["convert.py", "../model/yolov5s.onnx", "rk3588", "i8", "../model/yolov5.rknn"],
          ["yolov5.py", "--model_path", "../model/yolov5.rknn", "--target", "rk3588",
           "--img_save"]],
+    ),
+    "examples/resnet/python": (
+        ["examples/resnet", "datasets/imagenet"],
+        {"../model/resnet50-v2-7.onnx": classifier},
+        [["resnet.py", "../model/resnet50-v2-7.onnx", "rk3588", "i8"]],
+    ),
+    "examples/mobilenet/python": (
+        ["examples/mobilenet", "datasets/imagenet"],
+        {"../model/mobilenetv2-12.onnx": lambda: classifier(input_name="input")},
+        [["mobilenet.py", "--target", "rk3588"]],
     ),
     "examples/PPOCR/PPOCR-Det/python": (
         ["examples/PPOCR/PPOCR-Det", "py_utils", "datasets/PPOCR"],
