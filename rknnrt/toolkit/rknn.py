@@ -132,12 +132,17 @@ class RKNN:
 
     @_reported
     def load_tflite(self, model, input_is_nchw=False) -> None:
-        self._loaded(tensorflow.load_tflite(model), self._stem(model, "tflite_model"))
+        proto = tensorflow.load_tflite(model)
+        if not input_is_nchw:
+            proto = tensorflow.inputs_as_nchw(proto)
+        self._loaded(proto, self._stem(model, "tflite_model"))
 
     @_reported
     def load_tensorflow(self, tf_pb, inputs, input_size_list, outputs,
                         input_is_nchw=False) -> None:  # fmt: skip
         proto = tensorflow.load_tensorflow(tf_pb, inputs, input_size_list, outputs)
+        if not input_is_nchw:
+            proto = tensorflow.inputs_as_nchw(proto)
         self._loaded(proto, self._stem(tf_pb, "tf_model"))
 
     @_reported
