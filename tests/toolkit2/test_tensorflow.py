@@ -20,7 +20,7 @@ def _extra() -> list[str]:
     """The requirements of pyproject.toml's `tensorflow` extra."""
     with open(os.path.join(ROOT, "pyproject.toml")) as f:
         text = f.read()
-    found = re.search(r'^tensorflow = \[(.*?)\]', text, re.M)
+    found = re.search(r"^tensorflow = \[(.*?)\]", text, re.M)
     assert found, "pyproject.toml has no tensorflow extra"
     return re.findall(r'"([^"]+)"', found.group(1))
 

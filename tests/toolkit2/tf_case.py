@@ -76,9 +76,9 @@ def main(folder: str) -> None:
         for quantise in (False, True):
             rknn = RKNN()
             rknn.config(mean_values=[0, 0, 0], std_values=[1, 1, 1])
-            steps = [load(rknn), rknn.build(do_quantization=quantise,
-                                            dataset=[d.transpose(0, 3, 1, 2) for d in data]
-                                            if quantise else None), rknn.init_runtime()]  # fmt: skip
+            nchw = [d.transpose(0, 3, 1, 2) for d in data] if quantise else None
+            steps = [load(rknn), rknn.build(do_quantization=quantise, dataset=nchw),
+                     rknn.init_runtime()]  # fmt: skip
             key = f"{kind}_{'int8' if quantise else 'fp16'}"
             if any(steps):
                 report[key] = {"error": rknn.last_error}
