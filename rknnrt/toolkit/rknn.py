@@ -147,7 +147,8 @@ class RKNN:
 
     @_reported
     def load_caffe(self, model, blobs=None, input_name=None) -> None:
-        self._loaded(caffe.load(model, blobs), self._stem(model, "caffe_model"))
+        proto = caffe.load(model, blobs, self._config["dynamic_input"])
+        self._loaded(proto, self._stem(model, "caffe_model"))
 
     @_reported
     def load_darknet(self, model, weight) -> None:

@@ -281,3 +281,31 @@ def test_bad_files_fail_with_one_line(tmp_path, capsys) -> None:
     assert len(err) == 3 and all(line.startswith("E load_caffe:") for line in err)
     (tmp_path / "m.prototxt").write_text(HEAD)
     assert rknn.load_caffe(proto) == -1 and "needs blobs=" in rknn.last_error
+
+
+def test_dynamic_input_takes_other_sizes_than_the_prototxts(tmp_path) -> None:
+    """The vendor's dynamic_shape example: a prototxt declaring 1x3x224x224 built for three
+    sizes (its input dims are only Caffe's default)."""
+    blobs = {"c": [_r(4, 3, 3, 3), _r(4)], "ip": [_r(3, 4), _r(3)]}
+    text = HEAD + layer("c", "Convolution", ["data"], ["c"],
+                        "convolution_param { num_output: 4 kernel_size: 3 pad: 1 }")
+    text += layer("r", "ReLU", ["c"], ["c"])
+    text += layer("g", "Pooling", ["c"], ["g"], "pooling_param { pool: AVE global_pooling: true }")
+    text += layer("f", "Flatten", ["g"], ["f"])
+    text += layer("ip", "InnerProduct", ["f"], ["ip"], "inner_product_param { num_output: 3 }")
+    text += layer("rs", "Reshape", ["ip"], ["out"], "reshape_param { shape { dim: 0 dim: -1 "
+                  "dim: 1 } }")  # fmt: skip
+    proto, weights = _write(tmp_path, text, blobs)
+    sets = [[[1, 3, 8, 8]], [[1, 3, 12, 12]], [[1, 3, 6, 10]]]
+    rknn = RKNN()
+    rknn.config(mean_values=[0, 0, 0], std_values=[1, 1, 1], dynamic_input=sets,
+                float_dtype="float32")  # fmt: skip
+    assert rknn.load_caffe(proto, weights) == 0, rknn.last_error
+    assert rknn.build(do_quantization=False) == 0, rknn.last_error
+    assert rknn.init_runtime() == 0
+    for (shape,) in sets:
+        x = RNG.rand(*shape).astype(np.float32) - 0.5
+        y = np.maximum(conv(x.astype(np.float64), *blobs["c"], 1, 1), 0).mean(axis=(2, 3))
+        expected = (y @ blobs["ip"][0].T + blobs["ip"][1]).reshape(1, 3, 1)
+        (got,) = rknn.inference([x], data_format="nchw")
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)

@@ -78,7 +78,11 @@ def _blob(blob, where: str) -> np.ndarray:
     return values.reshape(shape)
 
 
-def load(prototxt: str | os.PathLike, caffemodel: str | os.PathLike | None) -> onnx.ModelProto:
+def load(prototxt: str | os.PathLike, caffemodel: str | os.PathLike | None,
+         shape_sets: list | None = None) -> onnx.ModelProto:  # fmt: skip
+    """The net as ONNX. With `shape_sets` (config's dynamic_input) the input dims that differ
+    between the sets become symbolic: a prototxt's input shape is only Caffe's default, the net
+    takes any size its layers allow."""
     prototxt = os.fspath(prototxt)
     net = read_prototxt(prototxt)
     if caffemodel is None:
@@ -139,6 +143,7 @@ def load(prototxt: str | os.PathLike, caffemodel: str | os.PathLike | None) -> o
         [helper.make_tensor_value_info(o, TensorProto.FLOAT, g.shapes[o]) for o in outputs],
         g.inits,
     )  # fmt: skip
+    _relax(graph, shape_sets)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     return model
@@ -149,3 +154,25 @@ def _included(layer) -> bool:
     if layer.include:
         return any(rule.phase == 1 or not rule.HasField("phase") for rule in layer.include)
     return not any(rule.phase == 1 for rule in layer.exclude)
+
+
+def _relax(graph: onnx.GraphProto, shape_sets: list | None) -> None:
+    """Input dims that differ between dynamic_input's sets -> symbolic (outputs too: their
+    sizes then follow)."""
+    if not shape_sets:
+        return
+    varying = False
+    for index, vi in enumerate(graph.input):
+        dims = vi.type.tensor_type.shape.dim
+        for axis, dim in enumerate(dims):
+            try:
+                values = {int(s[index][axis]) for s in shape_sets}
+            except (IndexError, TypeError, ValueError):
+                return  # the build reports a malformed dynamic_input in its own words
+            if len(values) > 1:
+                dim.Clear()
+                dim.dim_param = f"{vi.name}_d{axis}"
+                varying = True
+    if varying:
+        for out in graph.output:
+            out.type.tensor_type.ClearField("shape")

@@ -164,8 +164,11 @@ def _reshape(g: Net, lay, x: str, out: str) -> None:
         new[new.index(-1)] = int(np.prod(shape)) // known
     if int(np.prod(new)) != int(np.prod(shape)):
         raise ValueError(f"cannot reshape {shape} to {new}")
-    g.node("Reshape", [x, g.const(f"{lay.name}.shape", np.array(new, np.int64))], out,
-           lay.name, new)  # fmt: skip
+    # over the whole shape, ONNX reads 0 (copy) and -1 (infer) as Caffe does: the node then
+    # fits other input sizes too (dynamic_input)
+    whole = p.axis == 0 and p.num_axes == -1
+    target = np.array(spec if whole else new, np.int64)
+    g.node("Reshape", [x, g.const(f"{lay.name}.shape", target)], out, lay.name, new)
 
 
 def convert(g: Net, lay, bottoms: list[str], outs: list[str], blobs: list) -> None:
@@ -280,9 +283,13 @@ def convert(g: Net, lay, bottoms: list[str], outs: list[str], blobs: list) -> No
             g.node("Identity", [x], o, f"{lay.name}" if o == out else f"{lay.name}.{o}", shape)
     elif kind == "Flatten":
         p = lay.flatten_param
-        new = _flatten_shape(shape, _axis(p.axis, len(shape)), _axis(p.end_axis, len(shape)))
-        g.node("Reshape", [x, g.const(f"{lay.name}.shape", np.array(new, np.int64))], out,
-               lay.name, new)  # fmt: skip
+        axis, end = _axis(p.axis, len(shape)), _axis(p.end_axis, len(shape))
+        new = _flatten_shape(shape, axis, end)
+        if axis == 1 and end == len(shape) - 1:  # ONNX's Flatten: fits any input size
+            g.node("Flatten", [x], out, lay.name, new, axis=1)
+        else:
+            g.node("Reshape", [x, g.const(f"{lay.name}.shape", np.array(new, np.int64))], out,
+                   lay.name, new)  # fmt: skip
     elif kind == "Reshape":
         _reshape(g, lay, x, out)
     elif kind == "Permute":
