@@ -105,6 +105,13 @@ def _darknet_weights(work: str, cfg: str) -> bytes:
         return weights_for(f.read())
 
 
+def _tf(name: str) -> bytes:
+    """A TensorFlow stand-in (tf_models.py); needs the tensorflow extra in this interpreter."""
+    from tests.toolkit2 import tf_models
+
+    return getattr(tf_models, name)()
+
+
 MV2 = "../../caffe/mobilenet_v2/"
 CAFFE_MV2 = {f"{MV2}mobilenet_v2.caffemodel":
              lambda work: _caffemodel(work, f"{MV2}mobilenet_v2_deploy.prototxt")}  # fmt: skip
@@ -140,13 +147,16 @@ EXAMPLES = {
     "rknn-toolkit2/examples/pytorch/resnet18": ("test.py", {}),
     "rknn-toolkit2/examples/functions/custom_op/convert_custom_onnx_to_rknn": ("test.py", {}),
     "rknn-toolkit2/examples/functions/onnx_edit": ("test.py", {}),
-    "rknn-toolkit2/examples/functions/hybrid_quant": ("step1.py", {}),
+    "rknn-toolkit2/examples/functions/hybrid_quant": (("step1.py", "step2.py"), {
+        "ssd_mobilenet_v2.pb": lambda: _tf("ssd_mobilenet_v2_pb")}),
     "rknn-toolkit2/examples/functions/multi_input": ("test.py", {}),
     "rknn-toolkit2/examples/functions/dynamic_shape": ("test.py", CAFFE_MV2),
     "rknn-toolkit2/examples/functions/multi_batch": ("test.py", CAFFE_MV2),
     "rknn-toolkit2/examples/functions/codegen": ("test.py", CAFFE_MV2),
-    "rknn-toolkit2/examples/functions/quantize_algorithm_mmse": ("test.py", {}),
-    "rknn-toolkit2/examples/tflite/mobilenet_v1": ("test.py", {}),
+    "rknn-toolkit2/examples/functions/quantize_algorithm_mmse": ("test.py", {
+        "mobilenet_v1_1.0_224_frozen.pb": lambda: _tf("mobilenet_v1_pb")}),
+    "rknn-toolkit2/examples/tflite/mobilenet_v1": ("test.py", {
+        "mobilenet_v1_1.0_224.tflite": lambda: _tf("mobilenet_v1_tflite")}),
     "rknn-toolkit2/examples/caffe/mobilenet_v2": ("test.py", {
         "mobilenet_v2.caffemodel": lambda work: _caffemodel(work, "mobilenet_v2_deploy.prototxt")}),
     "rknn-toolkit2/examples/darknet/yolov3_416x416": ("test.py", {
@@ -289,8 +299,11 @@ def main() -> int:
     for folder, (script, subs) in EXAMPLES.items():
         if args.only and args.only not in folder:
             continue
-        rc, tail = replay(args.git_dir, folder, script, subs, args.timeout)
-        print(f"{folder}/{script}: exit {rc}\n      {tail}", flush=True)
+        steps = [[s] for s in script] if isinstance(script, tuple) else None
+        rc, tail = replay(args.git_dir, folder, "", subs, args.timeout, commands=steps or
+                          [[script]])  # fmt: skip
+        print(f"{folder}/{'+'.join(script) if steps else script}: exit {rc}\n      {tail}",
+              flush=True)  # fmt: skip
     for folder, (tops, subs, commands) in ZOO.items() if args.zoo else ():
         if args.only and args.only not in folder:
             continue
