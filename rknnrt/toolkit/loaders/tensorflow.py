@@ -3,8 +3,8 @@
 TensorFlow models take NHWC images. With `input_is_nchw=False` (the vendor's default) every
 4-D input becomes an NCHW graph input followed by a Transpose to the model's NHWC, so the model
 is like any other from then on: mean/std per channel, datasets in NCHW, `inference` with NHWC
-arrays by default (the graph passes fold the transposes). `input_is_nchw=True` says the model's
-4-D inputs are already NCHW: they are left as they are.
+arrays by default (a Transpose(0,3,1,2) that follows, as tf2onnx writes, cancels with it).
+`input_is_nchw=True` says the model's 4-D inputs are already NCHW: they are left as they are.
 """
 
 from __future__ import annotations
@@ -52,8 +52,32 @@ def inputs_as_nchw(proto: onnx.ModelProto) -> onnx.ModelProto:
                                          perm=[0, 2, 3, 1]))  # fmt: skip
     nodes = front + list(graph.node)
     graph.ClearField("node")
-    graph.node.extend(nodes)
+    graph.node.extend(_cancel_transposes(nodes, {o.name for o in graph.output}))
     return proto
+
+
+def _cancel_transposes(nodes: list, outputs: set[str]) -> list:
+    """tf2onnx starts an NHWC model with Transpose(0,3,1,2) before its convolutions: after the
+    inserted Transpose(0,2,3,1) the pair is the identity, so both go (onnxruntime's own
+    transpose optimiser would fold them too, but not reliably inside a quantised graph)."""
+    producer = {o: n for n in nodes for o in n.output}
+    rename: dict[str, str] = {}
+    dropped: set[int] = set()
+    for node in nodes:
+        if node.op_type != "Transpose" or node.output[0] in outputs:
+            continue
+        first = producer.get(node.input[0])
+        if first is None or first.op_type != "Transpose" or not first.name.endswith("__nhwc"):
+            continue
+        perms = [list(a.ints) for n in (first, node) for a in n.attribute if a.name == "perm"]
+        if perms == [[0, 2, 3, 1], [0, 3, 1, 2]]:
+            rename[node.output[0]] = first.input[0]
+            dropped.add(id(node))
+    kept = [n for n in nodes if id(n) not in dropped]
+    for node in kept:
+        node.input[:] = [rename.get(i, i) for i in node.input]
+    used = {i for n in kept for i in n.input} | outputs
+    return [n for n in kept if not (n.name.endswith("__nhwc") and n.output[0] not in used)]
 
 
 def load_tflite(model: str | os.PathLike) -> onnx.ModelProto:
