@@ -137,6 +137,53 @@ def yolov5_heads(size: int = 640, seed: int = 1) -> onnx.ModelProto:
     return g.model([("images", [1, 3, size, size])], outs, opset=12, name="yolov5s_relu")
 
 
+def yolov8_heads(size: int = 640, seed: int = 2) -> onnx.ModelProto:
+    """The model zoo's yolov8/yolo11 ONNX interface: images [1,3,640,640] -> per stride 8, 16,
+    32: box distribution [1,64,h,w], class scores [1,80,h,w] (Sigmoid), score sum [1,1,h,w]."""
+    g = Graph(seed)
+    x = g.silu(g.conv("images", "s2", 3, 8, stride=2), "a2")
+    x = g.silu(g.conv(x, "s4", 8, 16, stride=2), "a4")
+    feats, outs = [], []
+    for stride, (cin, cout) in zip((8, 16, 32), ((16, 16), (16, 32), (32, 32))):
+        x = g.silu(g.conv(x, f"s{stride}", cin, cout, stride=2), f"a{stride}")
+        feats.append((x, cout, stride))
+    for x, c, stride in feats:
+        box = g.conv(x, f"box{stride}", c, 64, k=1)
+        cls = g.node("Sigmoid", [g.conv(x, f"cls{stride}_logits", c, 80, k=1)], f"cls{stride}")
+        total = g.node("ReduceSum", [cls, g.const(f"ax{stride}", np.array([1], np.int64))],
+                       f"sum{stride}_raw", keepdims=1)  # fmt: skip
+        lo, hi = g.const(f"lo{stride}", np.float32(0)), g.const(f"hi{stride}", np.float32(1))
+        outs += [box, cls, g.node("Clip", [total, lo, hi], f"score_sum{stride}")]
+    return g.model([("images", [1, 3, size, size])], outs, opset=13, name="yolov8")
+
+
+def yolov8_pose_heads(size: int = 640, seed: int = 3) -> onnx.ModelProto:
+    """The model zoo's yolov8_pose ONNX interface: images [1,3,640,640] -> three [1,65,h,w]
+    detection heads and keypoints [1,17,3,8400]; the keypoint branches carry the tensor names
+    its convert.py gives custom_hybrid ('/model.22/cv4.K/cv4.K.0/act/Mul_output_0' ...
+    '/model.22/Concat_6_output_0')."""
+    g = Graph(seed)
+    x = g.silu(g.conv("images", "s2", 3, 8, stride=2), "a2")
+    x = g.silu(g.conv(x, "s4", 8, 16, stride=2), "a4")
+    feats = []
+    for stride, (cin, cout) in zip((8, 16, 32), ((16, 16), (16, 32), (32, 32))):
+        x = g.silu(g.conv(x, f"s{stride}", cin, cout, stride=2), f"a{stride}")
+        feats.append((x, cout))
+    outs, kpts = [], []
+    flat = g.const("flat", np.array([1, 51, -1], np.int64))
+    for k, (x, c) in enumerate(feats):
+        outs.append(g.conv(x, f"det{k}", c, 65, k=1))
+        pre = g.conv(x, f"/model.22/cv4.{k}/cv4.{k}.0/conv/Conv_output_0", c, 16)
+        act = g.node("Mul", [pre, g.node("Sigmoid", [pre], f"/model.22/cv4.{k}/sig")],
+                     f"/model.22/cv4.{k}/cv4.{k}.0/act/Mul_output_0")  # fmt: skip
+        kpt = g.conv(act, f"/model.22/cv4.{k}/cv4.{k}.2/Conv_output_0", 16, 51, k=1)
+        kpts.append(g.node("Reshape", [kpt, flat], f"/model.22/Reshape_{k}_output_0"))
+    cat = g.node("Concat", kpts, "/model.22/Concat_6_output_0", axis=2)
+    shape = g.const("kshape", np.array([1, 17, 3, -1], np.int64))
+    outs.append(g.node("Reshape", [g.node("Sigmoid", [cat], "kpt_sig"), shape], "kpt"))
+    return g.model([("images", [1, 3, size, size])], outs, opset=12, name="yolov8_pose")
+
+
 # example folder -> (script, {file to write: builder}); other files come from the repository.
 # A builder returns an onnx model or the file's bytes; it is called with the example's folder.
 EXAMPLES = {
@@ -267,6 +314,27 @@ ZOO = {
         [["convert.py", "../model/yolov5s.onnx", "rk3588", "i8", "../model/yolov5.rknn"],
          ["yolov5.py", "--model_path", "../model/yolov5.rknn", "--target", "rk3588",
           "--img_save"]],
+    ),
+    "examples/yolov8/python": (
+        ["examples/yolov8", "py_utils", "datasets/COCO"],
+        {"../model/yolov8n.onnx": yolov8_heads},
+        [["convert.py", "../model/yolov8n.onnx", "rk3588", "i8", "../model/yolov8.rknn"],
+         ["yolov8.py", "--model_path", "../model/yolov8.rknn", "--target", "rk3588",
+          "--img_save"]],
+    ),
+    "examples/yolo11/python": (
+        ["examples/yolo11", "py_utils", "datasets/COCO"],
+        {"../model/yolo11n.onnx": yolov8_heads},
+        [["convert.py", "../model/yolo11n.onnx", "rk3588", "i8", "../model/yolo11.rknn"],
+         ["yolo11.py", "--model_path", "../model/yolo11.rknn", "--target", "rk3588",
+          "--img_save"]],
+    ),
+    "examples/yolov8_pose/python": (
+        ["examples/yolov8_pose", "py_utils", "datasets/COCO"],
+        {"../model/yolov8_pose.onnx": yolov8_pose_heads},
+        [["convert.py", "../model/yolov8_pose.onnx", "rk3588", "i8",
+          "../model/yolov8_pose.rknn"],
+         ["yolov8_pose.py", "--model_path", "../model/yolov8_pose.rknn", "--target", "rk3588"]],
     ),
     "examples/resnet/python": (
         ["examples/resnet", "datasets/imagenet"],
