@@ -7,6 +7,8 @@ import struct
 
 import numpy as np
 
+from rknnrt.toolkit.loaders import caffe
+
 # caffe.proto: NetParameter.layer = 100; LayerParameter.name = 1, .blobs = 7;
 # BlobProto.shape = 7, .data = 5 (packed float); BlobShape.dim = 1 (packed int64)
 NET_LAYER, LAYER_NAME, LAYER_BLOBS, BLOB_SHAPE, BLOB_DATA, SHAPE_DIM = 100, 1, 7, 7, 5, 1
@@ -57,14 +59,8 @@ def weights_for(prototxt: str, seed: int = 0) -> dict[str, list[np.ndarray]]:
     """Blobs of the right shapes for every layer of a prototxt: a stand-in for a caffemodel a
     repository does not carry. Variance-keeping weights, BatchNorm statistics and scales keep
     activations near unit size over deep nets; shapes follow Caffe's rules."""
-    from rknnrt.toolkit.loaders import caffe
-
     rng = np.random.RandomState(seed)
-    import tempfile
-
-    with tempfile.NamedTemporaryFile("w", suffix=".prototxt", delete=False) as f:
-        f.write(prototxt)
-    net = caffe.read_prototxt(f.name)
+    net = caffe.parse_prototxt(prototxt)
     shapes: dict[str, list[int]] = {}
     dims = list(net.input_dim)
     for k, name in enumerate(net.input):

@@ -35,6 +35,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 COLOR_BGR2RGB = COLOR_RGB2BGR = 4
 IMREAD_GRAYSCALE, IMREAD_COLOR, FONT_HERSHEY_SIMPLEX, INTER_LINEAR = 0, 1, 0, 1
+INTER_AREA, LINE_AA = 3, 16
 def imread(path, flag=1):
     try:
         im = Image.open(path)
@@ -54,6 +55,10 @@ def imwrite(path, img):
 def rectangle(img, *args, **kwargs):
     return img
 def putText(img, *args, **kwargs):
+    return img
+def circle(img, *args, **kwargs):
+    return img
+def line(img, *args, **kwargs):
     return img
 def copyMakeBorder(img, top, bottom, left, right, border_type, value=None):
     return np.pad(img, ((top, bottom), (left, right), (0, 0)), constant_values=114)

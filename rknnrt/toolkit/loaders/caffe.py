@@ -36,6 +36,10 @@ def read_prototxt(path: str) -> object:
             text = f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConversionError(f"cannot read Caffe prototxt {path!r}: {exc}") from None
+    return parse_prototxt(text, path)
+
+
+def parse_prototxt(text: str, path: str = "prototxt") -> object:
     net = caffe_proto.message("NetParameter")
     try:
         text_format.Parse(text, net, allow_unknown_field=True,
