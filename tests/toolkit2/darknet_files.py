@@ -1,5 +1,5 @@
 """Darknet weights of the real layout for any cfg: header, then per convolutional layer biases
-(+ BN scales, means, variances) and weights, drawn from one seed (test models, replays)."""
+(+ BN scales, means, variances) and weights, drawn from one seed (replays' yolov3.weights)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ def weights_for(cfg_text: str, seed: int = 0) -> bytes:
             f, k = int(o["filters"]), int(o.get("size", 1))
             bias = rng.randn(f) * 0.1
             if int(o.get("batch_normalize", 0)):
-                bn = [rng.rand(f) + 0.5, rng.randn(f) * 0.1, rng.rand(f) + 0.5]
+                # scales, means, variances that keep activations near unit size over 75
+                # layers with residual additions (random weights otherwise grow to ~1e6)
+                bn = [rng.rand(f) * 0.3 + 0.3, rng.randn(f) * 0.05, rng.rand(f) + 1.5]
             else:
                 bn = []
-            w = rng.randn(f * c * k * k) * np.sqrt(2.0 / (c * k * k))
+            w = rng.randn(f * c * k * k) * np.sqrt(1.0 / (c * k * k))
             parts += [np.asarray(a, np.float32).tobytes() for a in (bias, *bn, w)]
             c = f
         elif kind == "route":
