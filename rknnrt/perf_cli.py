@@ -90,6 +90,14 @@ def compare_lines(blob: bytes, socs: list[str], core_mask: int = 0) -> list[str]
         note = "calibrated" if view.model.board and view.model.board.calibrated else "scaled"
         lines.append(f"{soc:<8} {cores:>5} {us / 1e3:>8.2f} {1e6 / us:>7.1f} "
                      f"{weight / 1e6:>10.2f} {internal / 1e6:>11.2f}  {note}")  # fmt: skip
+    several = [soc for soc in socs if platforms.get(soc).npu_cores > 1]
+    if several and not core_mask:
+        lines.append(f"note: one NPU core each (core mask AUTO runs a model on one core); "
+                     f"--core-mask 0x7 (CORE_0_1_2) lets {', '.join(several)} split layers "
+                     "across their cores")  # fmt: skip
+    elif core_mask:
+        lines.append(f"note: cores from --core-mask {core_mask:#x}, per SoC as many of those "
+                     "as it has")  # fmt: skip
     return lines
 
 

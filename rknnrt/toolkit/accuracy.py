@@ -22,7 +22,7 @@ import onnx
 from onnx import helper
 
 from ..model import files, numerics
-from .errors import ConversionError
+from .errors import ConversionError, engine_words
 from .probe import cosine, probe_session
 
 WORST_SHOWN = 5
@@ -242,7 +242,9 @@ def run(float_program: onnx.ModelProto, program: onnx.ModelProto, sample: Sequen
     except ConversionError:
         raise
     except Exception as exc:  # onnxruntime's errors come in several types
-        raise ConversionError(f"accuracy analysis could not run the models: {exc}") from None
+        raise ConversionError(
+            f"accuracy analysis could not run the models: {engine_words(exc)}"
+        ) from None
     try:
         path = write(output_dir, errors, golden, simulated)
     except OSError as exc:

@@ -18,7 +18,7 @@ from ..model import container, targets
 from . import custom_ops, lower, onnx_import, passes, quantize
 from . import dataset as datasets
 from .config import Config
-from .errors import ConversionError
+from .errors import ConversionError, engine_words
 
 TOOLKIT_VERSION = "0.1.0"
 # onnxruntime (and rknnrt's passes) work from opset 11 on; older models are upgraded to this.
@@ -94,7 +94,7 @@ def prepare(model: onnx.ModelProto, config: Config, do_quantization: bool,
     try:
         prepared = passes.run_all(model)
     except Exception as exc:  # onnx/onnxruntime errors from folding or checking
-        raise ConversionError(f"graph optimisation failed: {exc}") from None
+        raise ConversionError(f"graph optimisation failed: {engine_words(exc)}") from None
     onnx_import.check_ops(prepared)
     return prepared, shape_sets, cut
 
@@ -182,9 +182,12 @@ def compile_model(
     except ConversionError:
         raise
     except Exception as exc:  # numpy/onnx errors while rewriting the graph
-        raise ConversionError(f"quantisation failed: {exc}") from None
+        raise ConversionError(f"quantisation failed: {engine_words(exc)}") from None
     if cut is not None:  # the custom nodes back in place, around the converted program
         program = custom_ops.stitch(program, cut, io_qparams)
+    # a pass may leave a value_info entry for a graph output with the float type it had before
+    # conversion; onnxruntime rejects the graph then (the output's own entry carries the type)
+    drop_io_value_info(program)
     kept = onnx.ModelProto()  # lowering moves the weights out of the graph it is given
     kept.CopyFrom(program)
     meta, graph, weights = lower.lower(

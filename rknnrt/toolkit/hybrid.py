@@ -199,21 +199,44 @@ def read_data(path: str, n_inputs: int) -> list[list[np.ndarray]]:
 
 
 def layers_between(model: onnx.ModelProto, start: str, end: str) -> list[str]:
-    """Names of the nodes on a path from tensor `start` to tensor `end` (custom_hybrid)."""
-    producers = {o: n for n in model.graph.node for o in n.output}
-    if end not in producers:
+    """Names of the nodes of the subgraph between tensor `start` and tensor `end`
+    (custom_hybrid): the nodes that depend on `start` and that `end` depends on, from the
+    consumers of `start` to the producer of `end`. Either may also name a node (then that node
+    is included). Layers feeding the subgraph from elsewhere are not part of it."""
+    nodes = list(model.graph.node)
+    producers = {o: n for n in nodes for o in n.output}
+    tensors = {t for n in nodes for t in (*n.input, *n.output)}
+    tensors |= {i.name for i in model.graph.input}
+    # a tensor name first (what the vendor's examples give); a node's name otherwise
+    by_name = {n.name: n for n in nodes if n.name not in tensors}
+    if start not in tensors and start not in by_name:
+        raise ConversionError(f"custom_hybrid: no tensor or layer named {start!r}")
+    start_tensors = set(by_name[start].output) if start in by_name else {start}
+    if end in producers:
+        last = producers[end]
+    elif end in by_name:
+        last = by_name[end]
+    else:
         raise ConversionError(f"custom_hybrid: tensor {end!r} is not produced by any layer")
-    found, stack, seen = [], [producers[end]], set()
+    downstream: set[int] = set()  # nodes reached from start
+    reached = set(start_tensors)
+    for k, node in enumerate(nodes):  # graph order is topological
+        if reached.intersection(node.input):
+            downstream.add(k)
+            reached.update(node.output)
+    upstream: set[int] = set()  # nodes end depends on
+    index = {id(n): k for k, n in enumerate(nodes)}
+    stack = [last]
     while stack:
         node = stack.pop()
-        if node.name in seen:
+        k = index[id(node)]
+        if k in upstream:
             continue
-        seen.add(node.name)
-        found.append(node)
-        if start in node.input:
-            continue
+        upstream.add(k)
         stack.extend(producers[i] for i in node.input if i in producers)
-    if not any(start in n.input or start in n.output for n in found):
+    chosen = downstream & upstream
+    if start in by_name:
+        chosen.add(index[id(by_name[start])])
+    if not chosen & downstream and start not in by_name:
         raise ConversionError(f"custom_hybrid: no path from {start!r} to {end!r}")
-    order = {id(n): k for k, n in enumerate(model.graph.node)}
-    return [n.name for n in sorted(found, key=lambda n: order[id(n)])]
+    return [nodes[k].name for k in sorted(chosen)]

@@ -18,7 +18,7 @@ from onnx import TensorProto, numpy_helper
 from ..model.meta import MemoryPlan, ModelMeta, PlannedTensor, TensorSpec, WeightSpec
 from ..sessions import factory, policies
 from . import memplan
-from .errors import ConversionError
+from .errors import ConversionError, engine_words
 
 WEIGHT_LOCATION = "@weights"
 _ALIGN = 64
@@ -216,7 +216,7 @@ def lower(
             if missing:
                 shapes.update(_run_for_shapes(model, missing))
     except Exception as exc:  # onnxruntime rejects graphs in several ways
-        raise ConversionError(f"cannot determine tensor shapes: {exc}") from None
+        raise ConversionError(f"cannot determine tensor shapes: {engine_words(exc)}") from None
     in_specs = [
         _spec(i.name, *shapes[i.name], config=inputs.get(i.name), qparams=io_qparams)
         for i in model.graph.input

@@ -184,6 +184,12 @@ def complete_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
         t = out.type.tensor_type
         if not out.HasField("type") or not t.elem_type or not t.HasField("shape"):
             raise ConversionError(f"the type or shape of output '{out.name}' cannot be inferred")
+    # inference of an untyped output also lists it in value_info: that copy would pin the
+    # output's float type after quantisation changes it
+    io = {v.name for v in (*inferred.graph.input, *inferred.graph.output)}
+    keep = [v for v in inferred.graph.value_info if v.name not in io]
+    del inferred.graph.value_info[:]
+    inferred.graph.value_info.extend(keep)
     return inferred
 
 

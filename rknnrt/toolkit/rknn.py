@@ -22,8 +22,8 @@ from ..model import files
 from . import accuracy, builder, codegen, custom_ops, hybrid, onnx_import
 from . import config as configuration
 from . import dataset as datasets
-from .errors import ConversionError
-from .loaders import darknet, others, pytorch, tensorflow
+from .errors import ConversionError, engine_words
+from .loaders import caffe, darknet, pytorch, tensorflow
 from .simulation import RuntimeReported, Simulation
 
 TOOLKIT_VERSION = builder.TOOLKIT_VERSION
@@ -44,7 +44,7 @@ def _reported(method: Callable[..., Any]) -> Callable[..., Any]:
                 sys.stderr.write(f"E {method.__name__}: {exc}\n")
             return failure
         except Exception as exc:  # a converter bug: still the vendor's failure value, say so
-            self.last_error = f"internal error: {type(exc).__name__}: {exc}"
+            self.last_error = f"internal error: {type(exc).__name__}: {engine_words(exc)}"
             sys.stderr.write(f"E {method.__name__}: {self.last_error}\n")
             return failure
         self.last_error = ""
@@ -150,19 +150,25 @@ class RKNN:
     @_reported
     @_replaces_model
     def load_tflite(self, model, input_is_nchw=False) -> None:
-        self._loaded(tensorflow.load_tflite(model), self._stem(model, "tflite_model"))
+        proto = tensorflow.load_tflite(model)
+        if not input_is_nchw:
+            proto = tensorflow.inputs_as_nchw(proto)
+        self._loaded(proto, self._stem(model, "tflite_model"))
 
     @_reported
     @_replaces_model
     def load_tensorflow(self, tf_pb, inputs, input_size_list, outputs,
                         input_is_nchw=False) -> None:  # fmt: skip
         proto = tensorflow.load_tensorflow(tf_pb, inputs, input_size_list, outputs)
+        if not input_is_nchw:
+            proto = tensorflow.inputs_as_nchw(proto)
         self._loaded(proto, self._stem(tf_pb, "tf_model"))
 
     @_reported
     @_replaces_model
     def load_caffe(self, model, blobs=None, input_name=None) -> None:
-        others.refuse("Caffe", model, blobs)
+        proto = caffe.load(model, blobs, self._config["dynamic_input"])
+        self._loaded(proto, self._stem(model, "caffe_model"))
 
     @_reported
     @_replaces_model
@@ -285,9 +291,8 @@ class RKNN:
     @_reported
     def hybrid_quantization_step2(self, model_input, data_input,
                                   model_quantization_cfg) -> None:  # fmt: skip
-        if self._onnx is not None:
-            raise ConversionError("a model is already loaded: call hybrid_quantization_step2 "
-                                  "on a new RKNN object, without load_onnx")
+        # the files replace whatever this object holds (the model zoo runs step 1 and step 2
+        # on one object, as the vendor allows)
         prepared, stored = hybrid.read_model(os.fspath(model_input))
         if stored is not None and not self._configured:
             self._config = configuration.updated(configuration.DEFAULTS, stored)[0]
@@ -327,7 +332,7 @@ class RKNN:
         except ConversionError:
             raise
         except Exception as exc:  # onnx/onnxruntime errors
-            raise ConversionError(f"graph optimisation failed: {exc}") from None
+            raise ConversionError(f"graph optimisation failed: {engine_words(exc)}") from None
         files.write_atomic(
             optimized_path or f"{self._stem(model, 'model')}.optimized.onnx",
             optimized.SerializeToString(),

@@ -69,6 +69,11 @@ def test_cli_run_default_model(capsys) -> None:
     assert cli.main(["run"]) == 0
     out = capsys.readouterr().out
     assert "model: bundled default CNN" in out
+    first = re.search(r"first run: ([0-9.]+) ms on this PC .*includes the one-time set-up", out)
+    warm = re.search(r"warm run: ([0-9.]+) ms on this PC \(median of (\d)\)", out)
+    assert first and warm and 1 <= int(warm.group(2)) <= 5
+    assert re.search(r"rknn_run: \d+ us \(RKNN_QUERY_PERF_RUN of the first run: the estimated "
+                     "board time", out)  # fmt: skip
     probs = re.search(r"output 0 probs: shape \[1, 10\].*top-5 (\d+):([0-9.]+)", out)
     assert probs is not None
     rknn = RKNN()

@@ -159,10 +159,15 @@ def test_cli_perf_and_compare(tmp_path, capsys, int8_model):
     assert re.search(r"rknn_run: \d+ us \(estimated board time", out)
     assert cli.main(["perf", "--compare", "rk3588,rk3576,rk3566", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    rows = {line.split()[0]: line.split() for line in lines[2:]}
+    assert lines[-1].startswith("note: one NPU core each") and "--core-mask 0x7" in lines[-1]
+    assert "lets rk3588, rk3576 split layers" in lines[-1]  # the SoCs with several cores
+    rows = {line.split()[0]: line.split() for line in lines[2:-1]}
     assert set(rows) == {"rk3588", "rk3576", "rk3566"}
     fps = {soc: float(row[3]) for soc, row in rows.items()}
     assert fps["rk3588"] > fps["rk3566"] and all(row[-1] == "calibrated" for row in rows.values())
+    assert cli.main(["perf", "--compare", "rk3588", "--core-mask", "0x3", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].split()[:2] == ["rk3588", "2"] and "--core-mask 0x3" in lines[-1]
     with pytest.raises(SystemExit, match="unknown SoC"):
         cli.main(["perf", "--compare", "rk9999", str(path)])
     assert np.isfinite(fps["rk3576"])

@@ -13,7 +13,7 @@ from onnx import helper
 from rknnrt.toolkit import RKNN, hybrid
 from rknnrt.toolkit.errors import ConversionError
 
-from .models import cosine, run_onnx, smooth_images, tiny_cnn, write_images
+from .models import Graph, cosine, run_onnx, smooth_images, tiny_cnn, write_images
 
 
 def _dataset(folder, count: int = 4) -> str:
@@ -150,12 +150,26 @@ def test_cfg_is_parsed_never_executed(tmp_path) -> None:
         hybrid.read_cfg(str(cfg))
 
 
+def test_step1_then_step2_on_one_object_as_the_zoo_does(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    rknn = RKNN()
+    rknn.config(mean_values=[0, 0, 0], std_values=[255, 255, 255], target_platform="rk3566")
+    assert rknn.load_onnx(tiny_cnn()) == 0
+    assert rknn.hybrid_quantization_step1(dataset=_dataset(tmp_path),
+                                          custom_hybrid=[["images", "relu1"]]) == 0  # fmt: skip
+    assert rknn.hybrid_quantization_step2("tiny_cnn.model", "tiny_cnn.data",
+                                          "tiny_cnn.quantization.cfg") == 0, rknn.last_error
+    fresh = _step2(tmp_path)
+    assert rknn.model_bytes() == fresh.model_bytes()  # the same build as on a new object
+    assert rknn.init_runtime() == 0 and fresh.init_runtime() == 0
+    image = smooth_images(1, 16, seed=4)[0]
+    np.testing.assert_array_equal(rknn.inference([image])[0], fresh.inference([image])[0])
+    int8 = _int8(tmp_path)
+    assert rknn.model_bytes() != int8.model_bytes()  # conv1 and relu1 stayed float16
+
+
 def test_step2_errors(tmp_path, monkeypatch) -> None:
     cfg_path, _ = _step1(tmp_path, monkeypatch)
-    loaded = RKNN()
-    loaded.load_onnx(tiny_cnn())
-    assert loaded.hybrid_quantization_step2("tiny_cnn.model", "tiny_cnn.data", cfg_path) == -1
-    assert "already loaded" in loaded.last_error
     text = open(cfg_path).read().replace("custom_quantize_layers: {}",
                                          "custom_quantize_layers:\n    nope: float16")
     open(cfg_path, "w").write(text)
@@ -167,6 +181,31 @@ def test_step2_errors(tmp_path, monkeypatch) -> None:
 def test_custom_hybrid_lists_the_layers_between(tmp_path, monkeypatch) -> None:
     _, cfg = _step1(tmp_path, monkeypatch, custom_hybrid=[["relu1", "out"]])
     assert cfg["custom_quantize_layers"] == {"out": "float16"}
+
+
+def _branches():
+    """x -> conv_a -> relu_a -> conv_b -> add <- conv_s <- x ; add -> conv_t -> out."""
+    g = Graph(2)
+    a = g.node("Relu", [g.conv("x", "conv_a", 3, 4)], "relu_a")
+    b = g.conv(a, "conv_b", 4, 4)
+    s = g.conv("x", "conv_s", 3, 4)
+    t = g.node("Add", [b, s], "add")
+    g.conv(t, "out", 4, 2, k=1)
+    return g.model([("x", [1, 3, 8, 8])], ["out"])
+
+
+def test_custom_hybrid_takes_only_the_subgraph_between() -> None:
+    model = _branches()
+    # not conv_s (feeds 'add' from elsewhere), not conv_a/relu_a (upstream of the start)
+    assert hybrid.layers_between(model, "relu_a", "add") == ["conv_b", "add"]
+    assert hybrid.layers_between(model, "x", "add") == ["conv_a", "relu_a", "conv_b",
+                                                        "conv_s", "add"]  # fmt: skip
+    assert hybrid.layers_between(model, "relu_a", "out") == ["conv_b", "add", "out"]
+    assert hybrid.layers_between(model, "conv_a", "relu_a") == ["relu_a"]  # a tensor, first
+    with pytest.raises(ConversionError, match="no path from 'conv_s' to 'relu_a'"):
+        hybrid.layers_between(model, "conv_s", "relu_a")
+    with pytest.raises(ConversionError, match="no tensor or layer named 'nope'"):
+        hybrid.layers_between(model, "nope", "add")
 
 
 def test_float_layers_from_the_cfg(tmp_path, monkeypatch) -> None:

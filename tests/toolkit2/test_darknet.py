@@ -8,6 +8,8 @@ import pytest
 
 from rknnrt.toolkit import RKNN
 
+from .models import cosine
+
 CFG = """[net]
 width=8
 height=8
@@ -171,3 +173,59 @@ def test_darknet_weights_must_match(tmp_path) -> None:
     (tmp_path / "net.weights").write_bytes(data + b"\0" * 8)
     assert rknn.load_darknet(str(tmp_path / "net.cfg"), str(tmp_path / "net.weights")) == -1
     assert "8 bytes left over" in rknn.last_error
+
+
+@pytest.mark.parametrize("quantise", [False, True])
+def test_float16_and_int8_builds_match_the_reference(tmp_path, quantise) -> None:
+    """The outputs of the yolo layers are graph outputs whose type the build changes: the
+    build used to fail with onnxruntime's 'Type (tensor(float)) of output arg ... does not
+    match expected type' text."""
+    params = _files(tmp_path)
+    rknn = RKNN()
+    rknn.config(mean_values=[0, 0, 0], std_values=[1, 1, 1])
+    assert rknn.load_darknet(str(tmp_path / "net.cfg"), str(tmp_path / "net.weights")) == 0
+    rng = np.random.RandomState(2)
+    data = [rng.rand(1, 3, 8, 8).astype(np.float32) for _ in range(4)]
+    assert rknn.build(do_quantization=quantise, dataset=data if quantise else None) == 0, \
+        rknn.last_error  # fmt: skip
+    assert rknn.init_runtime() == 0
+    x = rng.rand(1, 3, 8, 8).astype(np.float32)
+    outs = rknn.inference([x], data_format="nchw")
+    for got, ref in zip(outs, _reference(x[0].astype(np.float64), params)):
+        if quantise:
+            assert cosine(got, ref) > 0.99
+        else:
+            np.testing.assert_allclose(got, ref, rtol=2e-2, atol=5e-2)
+
+
+def test_an_engine_failure_is_one_line_in_rknnrts_words(tmp_path, capsys, monkeypatch) -> None:
+    import onnxruntime as ort
+
+    from rknnrt.toolkit import lower
+
+    raw = ("[ONNXRuntimeError] : 1 : FAIL : Type Error: Type (tensor(float)) of output arg "
+           "(convolutional_105) of node () does not match expected type (tensor(int8)).")
+
+    def fail(*args, **kwargs):
+        raise ort.capi.onnxruntime_pybind11_state.Fail(raw)
+
+    monkeypatch.setattr(lower, "_known_shapes", lambda model: {})
+    monkeypatch.setattr(lower, "_run_for_shapes", fail)
+    _files(tmp_path)
+    rknn = RKNN()
+    assert rknn.load_darknet(str(tmp_path / "net.cfg"), str(tmp_path / "net.weights")) == 0
+    assert rknn.build(do_quantization=False) == -1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "[ONNXRuntimeError]" not in err[0]
+    assert err[0] == ("E build: cannot determine tensor shapes: tensor 'convolutional_105' is "
+                      "computed as float but the graph declares it int8: the converted graph "
+                      "is inconsistent (an rknnrt converter bug, please report it with the "
+                      "model)")
+
+
+def test_engine_words_shortens_other_engine_errors() -> None:
+    from rknnrt.toolkit.errors import engine_words
+
+    said = engine_words(RuntimeError("[ONNXRuntimeError] : 10 : INVALID_GRAPH : " + "x" * 500))
+    assert said.startswith("onnxruntime rejected the converted graph (INVALID_GRAPH): xxx")
+    assert said.endswith(" ...") and len(said) < 400

@@ -114,12 +114,14 @@ def test_load_pytorch_with_real_torch(tmp_path) -> None:
     assert "is not a TorchScript model" in rknn.last_error
 
 
-def test_caffe_says_what_to_do_and_missing_files(tmp_path) -> None:
+def test_caffe_and_darknet_name_unreadable_and_missing_files(tmp_path) -> None:
     rknn = RKNN()
     for name in ("m.prototxt", "m.caffemodel", "m.cfg", "m.weights"):
         (tmp_path / name).write_text("x")
     assert rknn.load_caffe(str(tmp_path / "m.prototxt"), str(tmp_path / "m.caffemodel")) == -1
-    assert "Caffe models are not supported" in rknn.last_error and "load_onnx" in rknn.last_error
+    assert "m.prototxt: not a Caffe prototxt" in rknn.last_error
+    assert rknn.load_caffe(str(tmp_path / "no.prototxt"), str(tmp_path / "m.caffemodel")) == -1
+    assert "cannot read Caffe prototxt" in rknn.last_error and "no.prototxt" in rknn.last_error
     assert rknn.load_darknet(str(tmp_path / "no.cfg"), str(tmp_path / "m.weights")) == -1
     assert "cannot read Darknet files" in rknn.last_error and "no.cfg" in rknn.last_error
 
@@ -147,3 +149,27 @@ def test_load_onnx_accepts_bytes() -> None:
     rknn = RKNN()
     assert rknn.load_onnx(blob) == 0
     assert rknn.load_onnx(b"garbage") == -1 and "cannot read ONNX model" in rknn.last_error
+
+
+def test_tensorflow_nhwc_inputs_become_nchw() -> None:
+    """What load_tflite/load_tensorflow do to tf2onnx's graph unless input_is_nchw=True."""
+    from rknnrt.toolkit.loaders import tensorflow
+
+    def nhwc_model():
+        g = Graph(5)
+        t = g.node("Transpose", ["x"], "t", perm=[0, 3, 1, 2])  # as tf2onnx's graphs start
+        g.node("Relu", [g.conv(t, "c", 3, 4)], "y")
+        return g.model([("x", [1, 8, 6, 3])], ["y"])
+
+    wrapped = tensorflow.inputs_as_nchw(nhwc_model())
+    dims = [d.dim_value for d in wrapped.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == [1, 3, 8, 6]
+    # the inserted Transpose and tf2onnx's Transpose(0,3,1,2) cancel: the Conv reads the input
+    assert [n.op_type for n in wrapped.graph.node] == ["Conv", "Relu"]
+    rknn = RKNN()
+    rknn.config(mean_values=[0, 0, 0], std_values=[1, 1, 1], float_dtype="float32")
+    assert rknn.load_onnx(wrapped) == 0 and rknn.build(do_quantization=False) == 0
+    assert rknn.init_runtime() == 0
+    nhwc = np.random.RandomState(3).rand(1, 8, 6, 3).astype(np.float32)
+    expected = run_onnx(nhwc_model(), {"x": nhwc})[0]
+    np.testing.assert_allclose(rknn.inference([nhwc])[0], expected, rtol=1e-5, atol=1e-5)

@@ -11,7 +11,7 @@ from rknnrt.lite import RKNNLite
 from rknnrt.model import container
 from rknnrt.toolkit import RKNN
 
-from .models import run_onnx, tiny_cnn, two_input_model
+from .models import run_onnx, tiny_cnn, two_input_model, write_images
 
 
 @pytest.fixture
@@ -134,6 +134,18 @@ def test_codegen_writes_a_c_program(built: RKNN, tmp_path) -> None:
     two = [str(tmp_path / "x.npy")] * 2  # the model has one input
     assert built.codegen(str(tmp_path / "two"), inputs=two) == -1
     assert "2 input files for a model with 1 inputs" in built.last_error
+
+
+def test_codegen_takes_an_image_as_the_vendors_example_does(built: RKNN, tmp_path) -> None:
+    pytest.importorskip("PIL", reason="reading images needs Pillow (the images extra)")
+    image = np.random.RandomState(1).randint(0, 256, (20, 24, 3)).astype(np.uint8)
+    (path,) = write_images(str(tmp_path), [image])
+    assert built.codegen(str(tmp_path / "demo"), inputs=[path]) == 0, built.last_error
+    raw = np.fromfile(tmp_path / "demo" / "input0.raw", np.float32)
+    from PIL import Image
+
+    resized = np.asarray(Image.fromarray(image).resize((16, 16), Image.BILINEAR), np.float32)
+    np.testing.assert_array_equal(raw, resized.ravel())  # NHWC RGB at the input's size
 
 
 class CustomSoftplus:

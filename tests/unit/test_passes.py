@@ -261,6 +261,7 @@ def test_fold_batchnorm_leaves_bn_without_conv():
 
 def test_pipeline_order():
     assert passes.PIPELINE == (
+        passes.untie_weights.run,  # shared weights copied per node first (toolkit2 tests)
         fold_constants.run,
         remove_identity.run,
         fold_batchnorm.run,

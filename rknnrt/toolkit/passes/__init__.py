@@ -10,14 +10,21 @@ from collections.abc import Callable
 
 import onnx
 
-from rknnrt.toolkit.passes import fold_batchnorm, fold_constants, fold_scale_shift, remove_identity
+from rknnrt.toolkit.passes import (
+    fold_batchnorm,
+    fold_constants,
+    fold_scale_shift,
+    remove_identity,
+    untie_weights,
+)
 from rknnrt.toolkit.passes._graph import infer_shapes
 
 __all__ = ["PIPELINE", "fold_batchnorm", "fold_constants", "fold_scale_shift", "remove_identity",
-           "run_all"]  # fmt: skip
+           "run_all", "untie_weights"]  # fmt: skip
 
 # Folding runs again last: fused Conv weights and bypassed nodes can expose new constants.
 PIPELINE: tuple[Callable[[onnx.ModelProto], onnx.ModelProto], ...] = (
+    untie_weights.run,
     fold_constants.run,
     remove_identity.run,
     fold_batchnorm.run,

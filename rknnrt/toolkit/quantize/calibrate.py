@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 
 from ...model import numerics
-from ..errors import ConversionError
+from ..errors import ConversionError, engine_words
 from ..probe import probe_session
 
 # Activation calibration algorithms, the vendor's names.
@@ -160,7 +160,7 @@ def calibrate(
     try:
         session = probe_session(model, tensors)
     except Exception as exc:  # onnxruntime's errors come in several types
-        raise ConversionError(f"calibration model cannot be loaded: {exc}") from None
+        raise ConversionError(f"calibration model cannot be loaded: {engine_words(exc)}") from None
     names = [i.name for i in model.graph.input]
     keep = algorithm != "normal"  # min/max need no values
     hists = {t: _Histogram(keep, _Histogram.CAP) for t in tensors}
