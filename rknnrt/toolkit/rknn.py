@@ -167,7 +167,7 @@ class RKNN:
     @_reported
     @_replaces_model
     def load_caffe(self, model, blobs=None, input_name=None) -> None:
-        proto = caffe.load(model, blobs, self._config["dynamic_input"])
+        proto = caffe.load(model, blobs, self._config.dynamic_input)
         self._loaded(proto, self._stem(model, "caffe_model"))
 
     @_reported

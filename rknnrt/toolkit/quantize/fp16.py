@@ -18,6 +18,22 @@ VALUE_PRESERVING = frozenset({
 })  # fmt: skip
 
 
+# Inputs that parameterise an operator rather than carry tensor data (the NPU keeps them in its
+# registers, not as float16 tensors): a Resize's roi and scales stay float32, so the output
+# shape stays what the model states and is known when the model is loaded.
+PARAMETER_INPUTS = {"Resize": (1, 2), "Upsample": (1,)}
+
+
+def _parameters(graph: onnx.GraphProto) -> set[str]:
+    """Initializers read only as PARAMETER_INPUTS."""
+    params, data = set(), set()
+    for node in graph.node:
+        slots = PARAMETER_INPUTS.get(node.op_type, ()) if not node.domain else ()
+        for k, name in enumerate(node.input):
+            (params if k in slots else data).add(name)
+    return params - data
+
+
 def already_half(model: onnx.ModelProto, stored: set[str]) -> set[str]:
     """The stored tensors that are exactly float16 before any rounding: outputs of
     VALUE_PRESERVING operators whose float inputs are all float16 values (the model's inputs,
@@ -57,8 +73,10 @@ def emulate_fp16(model: onnx.ModelProto) -> onnx.ModelProto:
     unrounded = already_half(out, set(stored)) - graph_outputs  # rounding them is a no-op
     head: list[onnx.NodeProto] = []
     body = list(graph.node)
+    parameters = _parameters(graph)
     for tensor in list(graph.initializer):
-        if tensor.data_type == TensorProto.FLOAT and tensor.name not in graph_inputs:
+        if (tensor.data_type == TensorProto.FLOAT and tensor.name not in graph_inputs
+                and tensor.name not in parameters):  # fmt: skip
             half = numpy_helper.from_array(numpy_helper.to_array(tensor).astype(np.float16),
                                            f"{tensor.name}__fp16")  # fmt: skip
             graph.initializer.remove(tensor)
