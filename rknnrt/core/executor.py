@@ -10,7 +10,7 @@ import numpy as np
 
 from ..model.errors import ModelFormatError
 from ..model.meta import ModelMeta, TensorSpec
-from . import fast_graph, fp16_layout, int8_kernels, switches
+from . import fast_graph, fp16_layout, int8_depthwise, int8_kernels, switches
 from .errors import MODEL_INVALID, RknnError
 from .lazy_imports import onnx, ort
 
@@ -108,9 +108,13 @@ class Program:
         options = session_options(bytes(graph))
         views = weight_views(meta, graph, weights)
         names, values = list(views), list(views.values())
-        self.weight_views = list(zip(names, values)) if in_place else []
         try:
             graph = fast_graph.rewrite(graph)  # exact, faster in onnxruntime
+            if switches.int8_depthwise():  # exact: depthwise convs off a slow kernel path
+                graph, unused = int8_depthwise.rewrite(graph, views)
+                names, values = [n for n in names if n not in unused], \
+                    [v for n, v in zip(names, values) if n not in unused]  # fmt: skip
+            self.weight_views = list(zip(names, values)) if in_place else []
             if in_place:
                 graph = _weights_as_inputs(graph)
             else:

@@ -54,8 +54,14 @@ FP16_BLOCKED = Switch(
     "0 runs a float16 program's roundings where the toolkit wrote them instead of inside "
     "onnxruntime's blocked layout (core/fp16_layout.py: same outputs, slower; read at rknn_init)",
 )  # fmt: skip
+INT8_DEPTHWISE = Switch(
+    "RKNNRT_INT8_DEPTHWISE", "1",
+    "0 leaves an int8 program's depthwise convs with per-channel weight zero points to "
+    "onnxruntime's slow QLinearConv path (core/int8_depthwise.py: same outputs; read at "
+    "rknn_init)",
+)  # fmt: skip
 TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
-         FP16_BLOCKED)  # fmt: skip
+         FP16_BLOCKED, INT8_DEPTHWISE)  # fmt: skip
 
 
 def raw(switch: Switch) -> str:
@@ -100,6 +106,10 @@ def perf_host() -> bool:
 
 def fp16_blocked() -> bool:
     return raw(FP16_BLOCKED) != "0"
+
+
+def int8_depthwise() -> bool:
+    return raw(INT8_DEPTHWISE) != "0"
 
 
 def call_wait_ms() -> int:
