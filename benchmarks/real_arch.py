@@ -100,9 +100,9 @@ def main() -> None:
             int8 = build(model, True, calib, os.path.join(folder, f"{name}.int8.rknn"))
             fp16 = build(model, False, calib, os.path.join(folder, f"{name}.fp16.rknn"))
             med = alternate({
-                "ort": lambda: session.run(None, {"images": x}),
-                "int8": lambda: int8.inference([x], data_format="nchw"),
-                "fp16": lambda: fp16.inference([x], data_format="nchw"),
+                "ort": lambda s=session, x=x: s.run(None, {"images": x}),
+                "int8": lambda r=int8, x=x: r.inference([x], data_format="nchw"),
+                "fp16": lambda r=fp16, x=x: r.inference([x], data_format="nchw"),
             }, args.repeat)  # fmt: skip
             r8, r16 = med["int8"] / med["ort"], med["fp16"] / med["ort"]
             ratios["int8"].append(r8)

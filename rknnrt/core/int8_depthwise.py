@@ -215,8 +215,9 @@ def depthwise_as_float(graph, weights: Mapping[str, np.ndarray]) -> int:
         added += [
             onnx.numpy_helper.from_array(np.array(1.0, np.float32), xs_n),
             onnx.numpy_helper.from_array(found["w"].astype(np.float32), w_n),
-            onnx.numpy_helper.from_array(m.astype(np.float32).reshape(-1, *[1] * (found["w"].ndim - 2)),
-                                         m_n),
+            onnx.numpy_helper.from_array(
+                m.astype(np.float32).reshape(-1, *[1] * (found["w"].ndim - 2)), m_n
+            ),
             onnx.numpy_helper.from_array(np.array(1.0, np.float32), one),
         ]
         conv_inputs = [x, w_n]
@@ -228,13 +229,15 @@ def depthwise_as_float(graph, weights: Mapping[str, np.ndarray]) -> int:
         new_conv = onnx.helper.make_node("Conv", conv_inputs, [acc], name=f"{base}_conv")
         new_conv.attribute.extend(kept)
         replace[id(quant)] = [
-            onnx.helper.make_node("DequantizeLinear", [x_dq.input[0], xs_n, x_dq.input[2]], [x],
-                                  name=f"{base}_centre"),  # fmt: skip
+            onnx.helper.make_node(
+                "DequantizeLinear", [x_dq.input[0], xs_n, x_dq.input[2]], [x], name=f"{base}_centre"
+            ),  # fmt: skip
             new_conv,
             # m first: onnxruntime's ConvMulFusion folds only Mul(conv, constant)
             onnx.helper.make_node("Mul", [m_n, acc], [real], name=f"{base}_scale"),
-            onnx.helper.make_node("QuantizeLinear", [real, one, quant.input[2]], [out],
-                                  name=f"{base}_round"),  # fmt: skip
+            onnx.helper.make_node(
+                "QuantizeLinear", [real, one, quant.input[2]], [out], name=f"{base}_round"
+            ),  # fmt: skip
         ]
         removed |= {id(conv), id(quant), *(id(a) for a in found["dropped"])}
     if not replace:

@@ -103,7 +103,11 @@ def _inputs() -> list[np.ndarray]:
 
 
 CONFIGS = [
-    {}, {"s": 2}, {"k": 5}, {"d": 2}, {"ys": 0.01, "yz": 250},  # saturating both ways
+    {},
+    {"s": 2},
+    {"k": 5},
+    {"d": 2},
+    {"ys": 0.01, "yz": 250},  # saturating both ways
     {"act": "relu", "yz": 0},  # onnxruntime drops the Relu: zero point 0
     {"act": ("clip", 0.0, 6.0), "yz": 0, "ys": 6.0 / 255},  # a ReLU6 it drops
     {"bias": 2**22},  # large biases, still exact
@@ -166,8 +170,12 @@ def test_networks_run_identically_with_and_without(name, tmp_path, monkeypatch) 
     rknn = RKNN()
     rknn.config(target_platform="rk3588")
     rknn.load_onnx(catalog.build(name, test=True))
-    assert rknn.build(do_quantization=True,
-                      dataset=[[rng.rand(*shape).astype(np.float32)] for _ in range(2)]) == 0
+    assert (
+        rknn.build(
+            do_quantization=True, dataset=[[rng.rand(*shape).astype(np.float32)] for _ in range(2)]
+        )
+        == 0
+    )
     path = str(tmp_path / f"{name}.rknn")
     assert rknn.export_rknn(path) == 0
     inputs = [rng.rand(*shape).astype(np.float32) * 1.5 - 0.2 for _ in range(2)]

@@ -26,7 +26,7 @@ class _Graph:
     def __init__(self, graph: onnx.GraphProto) -> None:
         self.readers: dict[str, list[onnx.NodeProto]] = {}
         for node in graph.node:
-            for name in node.input:
+            for name in dict.fromkeys(node.input):  # Mul(d, d) reads d once
                 self.readers.setdefault(name, []).append(node)
         self.outputs = {o.name for o in graph.output}
         self.consts = {t.name: t for t in graph.initializer}
