@@ -120,3 +120,31 @@ def test_layernorm_forms(square) -> None:
     np.testing.assert_allclose(_run(fused, x), _run(model, x), rtol=1e-5, atol=1e-5)
     shared = _ln_pieces(square, shared=True)
     assert fuse_split_layernorms(shared) is shared  # its centred values are read elsewhere
+
+
+def test_gelu_pieces_are_one_stored_activation() -> None:
+    """x -> Div(sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5): only x and the result are
+    stored (int8), as for one GELU op; a Div whose Erf chain does not close on x stays."""
+    from rknnrt.toolkit.quantize import stored_tensors
+
+    def const(name: str, value: float) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(value, np.float32), name)
+
+    def graph(closing_input: str) -> onnx.GraphProto:
+        nodes = [
+            helper.make_node("Relu", ["inp"], ["x"]),
+            helper.make_node("Div", ["x", "r2"], ["d"]),
+            helper.make_node("Erf", ["d"], ["e"]),
+            helper.make_node("Add", ["e", "one"], ["a"]),
+            helper.make_node("Mul", [closing_input, "a"], ["m"]),
+            helper.make_node("Mul", ["m", "half"], ["y"]),
+        ]
+        info = helper.make_tensor_value_info
+        return helper.make_graph(
+            nodes, "gelu", [info("inp", TensorProto.FLOAT, [1, 4])],
+            [info("y", TensorProto.FLOAT, [1, 4])],
+            [const("r2", 2**0.5), const("one", 1.0), const("half", 0.5)],
+        )  # fmt: skip
+
+    assert stored_tensors(graph("x")) == ["inp", "x", "y"]
+    assert stored_tensors(graph("inp")) == ["inp", "x", "d", "e", "a", "m", "y"]
