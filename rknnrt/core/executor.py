@@ -121,8 +121,11 @@ class Program:
                 weights_given = (names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values])
                 blocked = _fp16_blocked(graph, weights_given)
                 if blocked is not None:  # laid out, weights included: run as it is
-                    graph = blocked
+                    graph, self._laid_out = blocked
                     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                    if blocked.data.size:
+                        options.add_external_initializers_from_files_in_memory(
+                            [fp16_layout.DATA_FILE], [blocked.data], [blocked.data.size])  # fmt: skip
                 elif names:
                     options.add_external_initializers(*weights_given)
             # enable_fallback=0: onnxruntime's Python layer would otherwise print "EP Error"
@@ -147,7 +150,7 @@ class Program:
             )
 
 
-def _fp16_blocked(graph: bytes, weights_given: tuple) -> bytes | None:
+def _fp16_blocked(graph: bytes, weights_given: tuple) -> fp16_layout.Blocked | None:
     """core/fp16_layout's graph for a float16 program (not an int8 one; RKNNRT_FP16_BLOCKED=0:
     never); None keeps `graph`, also where onnxruntime cannot lay it out (that failure is the
     plain session's to report, with the plain graph)."""

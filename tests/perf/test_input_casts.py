@@ -8,7 +8,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from rknnrt.core import input_casts
+from rknnrt.core import executor, input_casts
 from rknnrt.lite import RKNNLite
 from rknnrt.toolkit import RKNN
 
@@ -97,7 +97,11 @@ def test_inputs_set_uses_it_with_the_numpy_converted_result(dtype, tmp_path,
     monkeypatch.setattr(input_casts, "_session", lambda kind: used.append(kind) or original(kind))
     runtime = RKNNLite()
     assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
-    session = ort.InferenceSession(program.SerializeToString(), providers=["CPUExecutionProvider"])
+    # the runtime's own session options: exact int8 kernels where this CPU's fast ones
+    # saturate (core/int8_kernels.py; without them this failed on a CPU without VNNI)
+    graph = program.SerializeToString()
+    session = ort.InferenceSession(graph, executor.session_options(graph),
+                                   providers=["CPUExecutionProvider"])  # fmt: skip
     try:
         for _ in range(3):
             x = (rng.randn(1, 3, size, size) * 3).astype(np.float32)
