@@ -124,8 +124,9 @@ class Program:
                     graph, self._laid_out = blocked
                     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
                     if blocked.data.size:
+                        data = blocked.data
                         options.add_external_initializers_from_files_in_memory(
-                            [fp16_layout.DATA_FILE], [blocked.data], [blocked.data.size])  # fmt: skip
+                            [fp16_layout.DATA_FILE], [data], [data.size])  # fmt: skip
                 elif names:
                     options.add_external_initializers(*weights_given)
             # enable_fallback=0: onnxruntime's Python layer would otherwise print "EP Error"
