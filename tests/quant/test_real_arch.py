@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -15,23 +18,26 @@ from tools.real_arch import catalog, dense
 
 # int8 cosine vs onnxruntime float32 at the test size (4 uniform[0,1) calibration samples,
 # seed 0, `normal`/`channel`, rk3588), measured 2026-12-01 in brackets; floors keep a margin
-# for rounding ties that depend on the CPU's float kernels. The vendor's figures on these
-# graphs are not recorded yet (the vendor toolkit was not run on them).
+# for rounding ties that depend on the CPU's float kernels. The vendor's own int8 on the same
+# graphs, calibration and input (data/real_arch_vendor.json, where recorded): rknnrt must be
+# no worse than it minus 0.002 (issue 25).
+VENDOR = json.loads((Path(__file__).parent / "data" / "real_arch_vendor.json").read_text())
 FLOORS = {
-    "mobilenetv2": 0.990,  # (0.99237)
-    "mobilenetv3_small": 0.9990,  # (0.99984)
-    "efficientnet_b0": 0.9990,  # (0.99986)
+    "mobilenetv2": 0.990,  # (0.99237; the vendor 0.99236)
+    "mobilenetv3_small": 0.9990,  # (0.99984; the vendor 0.99985)
+    "efficientnet_b0": 0.9990,  # (0.99986; the vendor 0.99985)
     "shufflenetv2": 0.9975,  # (0.99896)
     "resnet18": 0.9990,  # (0.99983)
     "regnetx_400mf": 0.9990,  # (0.99986)
     "squeezenet": 0.9990,  # (0.99988)
     "densenet121": 0.9985,  # (0.99969)
     "yolov5s": 0.9985,  # (0.99943)
-    "yolov8n": 0.9990,  # (0.99986)
+    "yolov8n": 0.9990,  # (0.99986; the vendor 0.99986; class scores 0 on both sides)
     "yolo11n": 0.9990,  # (0.99986)
     "deeplabv3_mobilenetv2": 0.985,  # (0.98876)
-    "deit_tiny": 0.990,  # (0.99350)
-    "deit_tiny_split_ln": 0.990,  # (0.99350; 0.783 with the LayerNorm pieces quantised)
+    "deit_tiny": 0.990,  # (0.99380)
+    "deit_tiny_split_ln": 0.990,  # (0.99380; the vendor 0.99235; 0.783 with the LayerNorm
+    # pieces quantised one by one)
     "ocr_recogniser": 0.9999,  # (0.9999999)
 }
 
@@ -67,6 +73,8 @@ def test_int8_cosine_floor(name, tmp_path) -> None:
     for got, want in zip(outputs, reference):
         assert np.std(want) > 0
         assert _cosine(got, want) >= FLOORS[name]
+        if name in VENDOR["int8_cosine"]:
+            assert _cosine(got, want) >= VENDOR["int8_cosine"][name] - 0.002
 
 
 def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
