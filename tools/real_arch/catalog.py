@@ -6,8 +6,8 @@
     model = build("mobilenetv2", test=True)  # reduced resolution, same layers
 
 Each entry: (builder, real input size, test input size). Builders take (size, seed); the OCR
-recogniser's size is its width (height 48). With the `pytorch` extra, `torch_models.py`
-exports some of them from torchvision instead (optional; not needed by CI).
+recogniser's size is its width (height 48). Built with onnx's helper only: exporting them
+from torchvision/ultralytics when the `pytorch` extra is present is not done yet.
 """
 
 from __future__ import annotations
