@@ -59,7 +59,8 @@ PERF_HOST = Switch(
 FP16_BLOCKED = Switch(
     "RKNNRT_FP16_BLOCKED", "1",
     "0 runs a float16 program's roundings where the toolkit wrote them instead of inside "
-    "onnxruntime's blocked layout (core/fp16_layout.py: same outputs, slower; read at rknn_init)",
+    "onnxruntime's blocked layout (core/program/fp16_layout.py: same outputs, slower; read at "
+    "rknn_init)",
 )  # fmt: skip
 MEMORY_BUDGET_MB = Switch(
     "RKNNRT_MEMORY_BUDGET_MB", "8192",
@@ -72,8 +73,14 @@ RUN_TIMEOUT_MS = Switch(
     "the longest one inference may compute: a longer one is cancelled and its rknn_run "
     "returns RKNN_ERR_TIMEOUT (read at each run; 0 or malformed: the default)",
 )  # fmt: skip
+INT8_DEPTHWISE = Switch(
+    "RKNNRT_INT8_DEPTHWISE", "1",
+    "0 leaves an int8 program's depthwise convs with per-channel weight zero points to "
+    "onnxruntime's slow QLinearConv path (core/program/int8_depthwise.py: same outputs; read at "
+    "rknn_init)",
+)  # fmt: skip
 TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
-         FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS)  # fmt: skip
+         FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE)  # fmt: skip
 
 
 # Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
@@ -155,6 +162,10 @@ def perf_host() -> bool:
 
 def fp16_blocked() -> bool:
     return raw(FP16_BLOCKED) != "0"
+
+
+def int8_depthwise() -> bool:
+    return raw(INT8_DEPTHWISE) != "0"
 
 
 def call_wait_ms() -> int:

@@ -45,6 +45,8 @@ def options_for(
     profile_prefix: str | None = None,
     optimise: bool | None = None,
     optimized_model_path: str | None = None,
+    config: dict[str, str] | None = None,
+    files_in_memory: tuple[list[str], list, list] | None = None,
 ) -> Any:
     """The SessionOptions `policy` gives `model`: exact int8 kernels only where the graph has an
     integer operator and this CPU's fast kernels saturate (the probe runs only then).
@@ -53,7 +55,8 @@ def options_for(
     the session reads in place of the graph's external data; `profile_prefix`: profiling on, files
     there; `optimise`: overrides the policy's optimisation (a graph already laid out for this CPU
     runs unoptimised, one being laid out runs fully optimised); `optimized_model_path`: where
-    onnxruntime writes the optimised graph."""
+    onnxruntime writes the optimised graph; `config`: further session configuration entries;
+    `files_in_memory`: (names, buffers, sizes) of the graph's external-data files, in memory."""
     import onnxruntime as ort
 
     exact = (policy.exact_int8 and uses_integer_kernels(model)
@@ -67,6 +70,10 @@ def options_for(
         options.profile_file_prefix = profile_prefix
     if optimized_model_path is not None:
         options.optimized_model_filepath = optimized_model_path
+    for key, value in (config or {}).items():
+        options.add_session_config_entry(key, value)
     if initializers is not None and initializers[0]:
         options.add_external_initializers(*initializers)
+    if files_in_memory is not None and files_in_memory[0]:
+        options.add_external_initializers_from_files_in_memory(*files_in_memory)
     return options

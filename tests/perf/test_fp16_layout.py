@@ -1,5 +1,5 @@
-"""core/fp16_layout.py: a float16 program's roundings run inside onnxruntime's blocked layout,
-with outputs bit-identical to the toolkit's graph."""
+"""core/program/fp16_layout.py: a float16 program's roundings run inside onnxruntime's blocked
+layout, with outputs bit-identical to the toolkit's graph."""
 
 from __future__ import annotations
 
@@ -66,7 +66,11 @@ def test_pairs_go_back_on_the_blocked_tensors(tmp_path) -> None:
     if laid_out is None:
         pytest.skip("onnxruntime has no blocked (NCHWc) layout on this CPU: nothing to move "
                     "(the runtime keeps the toolkit's graph; the bit-equality test still runs)")
-    graph = onnx.load_model_from_string(laid_out).graph
+    graph = onnx.load_model_from_string(laid_out.graph).graph
+    # the constants are in the one external file handed back, not inside the graph
+    assert laid_out.data.size > 0
+    assert all(t.data_location == TensorProto.EXTERNAL or t.ByteSize() < 1024
+               for t in graph.initializer)  # fmt: skip
     producer = {out: n for n in graph.node for out in n.output}
     outputs = {o.name for o in graph.output}
     halves = [n for n in graph.node if n.op_type == "Cast" and n.attribute[0].i == 10
@@ -76,7 +80,8 @@ def test_pairs_go_back_on_the_blocked_tensors(tmp_path) -> None:
     assert sum(blocked_sources) >= len(pairs) - 1  # the residual Add+Relu may stay plain
     # no value is reordered out of the blocked layout only to be rounded and reordered back
     assert not [n for n in halves if producer[n.input[0]].op_type == "ReorderOutput"]
-    fast = whole.open_program(laid_out, optimise=False)
+    fast = whole.open_program(laid_out.graph, optimise=False, files_in_memory=(
+        [fp16_layout.DATA_FILE], [laid_out.data], [laid_out.data.size]))  # fmt: skip
     plain = ort.InferenceSession(program.SerializeToString(), providers=["CPUExecutionProvider"])
     for x in _inputs(16):
         feed = {"x": x.astype(np.float16)}

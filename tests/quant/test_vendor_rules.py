@@ -242,3 +242,36 @@ def test_wide_convs_are_tiled_along_input_channels() -> None:
     assert "y_tile0_conv" not in q  # added inside the Add (ResNet-50's r144_tile0_conv)
     narrow = model_with(256)
     assert len(split_concat_conv.split_wide_convs(narrow).graph.node) == 1
+
+
+def test_wide_convs_reading_one_tensor_share_its_split() -> None:
+    """YOLOv5su's head: two wide 3x3 convs read the same tensor. A Split each gave both the
+    same output names and the int8 build failed ("Duplicate definition of name
+    (/model.23/cv3/act/Mul_output_0_split)"); now one Split feeds both convs' tiles."""
+    rng = np.random.RandomState(5)
+    nodes = [helper.make_node("Conv", ["x", f"w{k}", f"b{k}"], [f"y{k}"], kernel_shape=[3, 3],
+                              pads=[1] * 4, name=f"head{k}") for k in range(2)]  # fmt: skip
+    inits = [numpy_helper.from_array((rng.randn(8, 520, 3, 3) * 0.05).astype(np.float32), f"w{k}")
+             for k in range(2)] + [numpy_helper.from_array(rng.randn(8).astype(np.float32),
+                                                           f"b{k}") for k in range(2)]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "heads", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 520, 4, 4])],
+        [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [1, 8, 4, 4]) for k in range(2)],
+        inits,
+    )  # fmt: skip
+    model = onnx.shape_inference.infer_shapes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))  # fmt: skip
+    tiled = split_concat_conv.split_wide_convs(model)
+    assert [n.op_type for n in tiled.graph.node] == ["Split", "Conv", "Conv", "Add", "Conv",
+                                                     "Conv", "Add"]  # fmt: skip
+    onnx.checker.check_model(tiled, full_check=True)
+    x = rng.rand(1, 520, 4, 4).astype(np.float32)
+    for got, want in zip(_run_all(tiled, x), _run_all(model, x)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    q = quantize_model(model, [[x]], **QUIET)
+    assert {"x_split", "x_split_o1", "y0_tile1_conv", "y1_tile1_conv"} <= q.tensor_qparams.keys()
+
+
+def _run_all(model: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})

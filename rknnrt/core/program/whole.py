@@ -20,7 +20,7 @@ from ..board import perf
 from ..board import table as perf_table
 from ..errors import MODEL_INVALID, PARAM_INVALID, RknnError
 from ..lazy_imports import onnx, ort
-from . import deadline, fast_graph, fp16_layout
+from . import deadline, fast_graph, fp16_layout, int8_depthwise
 
 
 def open_program(graph: bytes, **kwargs: Any) -> Any:
@@ -112,16 +112,25 @@ class Program:
         source = graph  # the model's graph as stored (PERF_DETAIL profiles it)
         views = weight_views(meta, graph, weights)
         names, values = list(views), list(views.values())
-        self.weight_views = list(zip(names, values)) if in_place else []
         try:
             graph = fast_graph.rewrite(graph)  # exact, faster in onnxruntime
+            if switches.int8_depthwise():  # exact: depthwise convs off a slow kernel path
+                graph, unused = int8_depthwise.rewrite(graph, views)
+                names, values = [n for n in names if n not in unused], \
+                    [v for n, v in zip(names, values) if n not in unused]  # fmt: skip
+            self.weight_views = list(zip(names, values)) if in_place else []
             if in_place:
                 self.session = open_program(_weights_as_inputs(graph))
             else:
                 weights_given = (names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values])
                 blocked = _fp16_blocked(meta, graph, weights_given)
                 if blocked is not None:  # laid out, weights included: run as it is
-                    self.session = open_program(blocked, optimise=False)
+                    self._laid_out = blocked  # its data (a mapped file) is read at the build
+                    data = blocked.data
+                    self.session = open_program(
+                        blocked.graph, optimise=False,
+                        files_in_memory=([fp16_layout.DATA_FILE], [data], [data.size])
+                        if data.size else None)  # fmt: skip
                 else:
                     self.session = open_program(graph, initializers=weights_given)
         except Exception as exc:  # onnx and onnxruntime raise several types for a bad graph
@@ -144,7 +153,8 @@ class Program:
             )
 
 
-def _fp16_blocked(meta: ModelMeta, graph: bytes, weights_given: tuple) -> bytes | None:
+def _fp16_blocked(meta: ModelMeta, graph: bytes,
+                  weights_given: tuple) -> fp16_layout.Blocked | None:  # fmt: skip
     """core/program/fp16_layout's graph for a float16 program (the metadata's kind: not an int8
     one, whose float16 islands keep their place; RKNNRT_FP16_BLOCKED=0: never); None keeps
     `graph`, also where onnxruntime cannot lay it out (that failure is the plain session's to

@@ -135,6 +135,9 @@ def split_wide_convs(model: onnx.ModelProto, keep: frozenset[str] = frozenset())
     inits = {t.name: t for t in graph.initializer}
     nodes: list[onnx.NodeProto] = []
     changed = False
+    # (YOLOv5su's head: two wide convs read one tensor; a Split each gave the same names,
+    # "Duplicate definition of name (/model.23/cv3/act/Mul_output_0_split)")
+    split_done: dict[str, list[str]] = {}
     for node in graph.node:
         weight = (
             inits.get(node.input[1]) if node.op_type == "Conv" and len(node.input) > 1 else None
@@ -148,11 +151,14 @@ def split_wide_convs(model: onnx.ModelProto, keep: frozenset[str] = frozenset())
         w = numpy_helper.to_array(weight)
         half = dims[1] // 2
         source, result = node.input[0], node.output[0]
-        halves = [f"{source}_split", f"{source}_split_o1"]
-        sizes = f"{source}__split_sizes"
-        graph.initializer.append(numpy_helper.from_array(np.array([half, half], np.int64), sizes))
-        nodes.append(helper.make_node("Split", [source, sizes], halves, axis=1,
-                                      name=f"{node.name or result}_split"))  # fmt: skip
+        halves = split_done.get(source)
+        if halves is None:  # one Split per source: every wide conv reading it shares it
+            halves = split_done[source] = [f"{source}_split", f"{source}_split_o1"]
+            sizes = f"{source}__split_sizes"
+            graph.initializer.append(numpy_helper.from_array(np.array([half, half], np.int64),
+                                                             sizes))  # fmt: skip
+            nodes.append(helper.make_node("Split", [source, sizes], halves, axis=1,
+                                          name=f"{node.name or result}_split"))  # fmt: skip
         bias = node.input[2] if len(node.input) > 2 and node.input[2] else None
         parts = []
         for k, part_input in enumerate(halves):

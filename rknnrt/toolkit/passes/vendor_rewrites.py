@@ -29,6 +29,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from rknnrt.toolkit.passes import _graph
+from rknnrt.toolkit.passes.fuse_layernorm import fuse_split_layernorms
 
 
 def _shapes(model: onnx.ModelProto) -> dict[str, list[int]]:
@@ -162,4 +163,5 @@ def global_pool_as_convs(model: onnx.ModelProto) -> onnx.ModelProto:
     return _replace_nodes(model, _two_convs)
 
 # In the order quantize_model applies them.
-ALL = (fold_identity_into_depthwise, oversized_maxpool_as_global, global_pool_as_convs)
+ALL = (fold_identity_into_depthwise, oversized_maxpool_as_global, global_pool_as_convs,
+       fuse_split_layernorms)  # fmt: skip

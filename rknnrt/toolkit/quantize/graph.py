@@ -74,6 +74,7 @@ def stored_tensors(graph: onnx.GraphProto) -> list[str]:
                 names.append(out)
     skipped = conv_add_fusions(graph, consumers, outputs)
     skipped |= _layout_before_activation(graph, consumers, outputs)
+    skipped |= gelu_inner_tensors(graph, consumers, outputs)
     return [n for n in names if n not in skipped]
 
 
@@ -102,6 +103,34 @@ def _layout_before_activation(graph: onnx.GraphProto, consumers: dict,
                 skipped.update(chain + [name])
             break
     return skipped
+
+
+def gelu_inner_tensors(graph: onnx.GraphProto, consumers: dict, outputs: set[str]) -> set[str]:
+    """GELU exported in its erf form, x * (1 + Erf(x / sqrt 2)) [* 0.5] (torch's nn.GELU below
+    opset 20): one activation, as the vendor runs GELU, so only its result is stored, not the
+    scaled input, the Erf, the sum or the unhalved product (each rounded to int8, they cost
+    tools/real_arch's DeiT-tiny cosine; tests/quant/test_real_arch.py)."""
+    inner: set[str] = set()
+
+    def only(name: str, op: str):
+        users = consumers.get(name, [])
+        ok = len(users) == 1 and users[0].op_type == op and name not in outputs
+        return users[0] if ok else None
+
+    for div in graph.node:
+        if div.op_type != "Div" or len(div.input) != 2:
+            continue
+        erf = only(div.output[0], "Erf")
+        add = only(erf.output[0], "Add") if erf is not None else None
+        mul = only(add.output[0], "Mul") if add is not None else None
+        if mul is None or div.input[0] not in mul.input:
+            continue
+        chain = [div.output[0], erf.output[0], add.output[0]]
+        half = only(mul.output[0], "Mul")
+        if half is not None:  # the final * 0.5
+            chain.append(mul.output[0])
+        inner.update(chain)
+    return inner
 
 
 def sums_as_adds(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -1,0 +1,120 @@
+"""int8 and fp16 speed on the real-architecture set against onnxruntime float32, in one run.
+
+For each network of tools/real_arch (seeded weights, real input size unless --test), build
+int8 (--calib uniform[0,1) samples, `normal`/`channel`) and fp16 with rknnrt.toolkit.RKNN,
+load each through rknnrt.lite.RKNNLite, and time one inference (inputs set, run, float
+outputs) against onnxruntime.InferenceSession(original).run on the same input. The baseline
+is fair: the same intra-op threads as the programs (onnxruntime's default unless
+RKNNRT_NUM_THREADS), its workers' spinning stopped after each run as rknnrt's sessions do,
+and the three runtimes alternate iteration by iteration. Prints medians, the ratios and their
+geometric means.
+
+    PYTHONPATH=. python benchmarks/real_arch.py [--repeat N] [--models a,b] [--test] [--calib N]
+
+Targets (issue 25): int8 <= 1.0x onnxruntime float32 on every network (geometric mean
+<= 0.8x), fp16 <= 1.2x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from rknnrt.lite import RKNNLite  # noqa: E402
+from rknnrt.sessions import int8_kernels  # noqa: E402
+from rknnrt.toolkit import RKNN  # noqa: E402
+from tools.real_arch import catalog  # noqa: E402
+
+
+def build(model: onnx.ModelProto, quantize: bool, calib: list, path: str) -> RKNNLite:
+    rknn = RKNN()
+    rknn.config(target_platform="rk3588", float_dtype="float16")
+    rknn.load_onnx(model)
+    if rknn.build(do_quantization=quantize, dataset=calib if quantize else None) != 0:
+        raise RuntimeError(f"build failed: {rknn.last_error}")
+    rknn.export_rknn(path)
+    runtime = RKNNLite()
+    runtime.load_rknn(path)
+    if runtime.init_runtime() != 0:
+        raise RuntimeError("init_runtime failed")
+    return runtime
+
+
+def alternate(runs: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """Median ms of each callable, run in turn `repeat` times after one warm-up each."""
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for fn in runs.values():
+        fn()
+    for _ in range(repeat):
+        for key, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            times[key].append(time.perf_counter() - start)
+    return {k: statistics.median(v) * 1e3 for k, v in times.items()}
+
+
+def baseline_options() -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.add_session_config_entry("session.force_spinning_stop", "1")
+    threads = os.environ.get("RKNNRT_NUM_THREADS", "")
+    if threads.isdigit():
+        options.intra_op_num_threads = int(threads)
+    return options
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--models", default="")
+    parser.add_argument("--test", action="store_true", help="reduced input sizes")
+    parser.add_argument("--calib", type=int, default=2)
+    args = parser.parse_args()
+    names = [n for n in catalog.NETWORKS if not args.models or n in args.models.split(",")]
+    exact = int8_kernels.fast_kernels_exact()
+    print(f"int8 kernels: {'fast u8s8 (probed exact on this CPU)' if exact else 'exact u8u8'}")
+    print(f"{'network':24s} {'ort f32 ms':>10s} {'int8 ms':>9s} {'fp16 ms':>9s} "
+          f"{'int8/ort':>9s} {'fp16/ort':>9s}", flush=True)  # fmt: skip
+    ratios: dict[str, list[float]] = {"int8": [], "fp16": []}
+    with tempfile.TemporaryDirectory() as folder:
+        for name in names:
+            model = catalog.build(name, test=args.test)
+            shape = catalog.input_shape(name, args.test)
+            rng = np.random.RandomState(0)
+            calib = [[rng.rand(*shape).astype(np.float32)] for _ in range(args.calib)]
+            x = rng.rand(*shape).astype(np.float32)
+            session = ort.InferenceSession(model.SerializeToString(), baseline_options(),
+                                           providers=["CPUExecutionProvider"])  # fmt: skip
+            int8 = build(model, True, calib, os.path.join(folder, f"{name}.int8.rknn"))
+            fp16 = build(model, False, calib, os.path.join(folder, f"{name}.fp16.rknn"))
+            med = alternate({
+                "ort": lambda s=session, x=x: s.run(None, {"images": x}),
+                "int8": lambda r=int8, x=x: r.inference([x], data_format="nchw"),
+                "fp16": lambda r=fp16, x=x: r.inference([x], data_format="nchw"),
+            }, args.repeat)  # fmt: skip
+            r8, r16 = med["int8"] / med["ort"], med["fp16"] / med["ort"]
+            ratios["int8"].append(r8)
+            ratios["fp16"].append(r16)
+            print(f"{name:24s} {med['ort']:10.2f} {med['int8']:9.2f} {med['fp16']:9.2f} "
+                  f"{r8:9.2f} {r16:9.2f}", flush=True)  # fmt: skip
+            int8.release()
+            fp16.release()
+    geo = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in ratios.items() if v}
+    print(f"{'geometric mean':24s} {'':10s} {'':9s} {'':9s} {geo.get('int8', 0):9.2f} "
+          f"{geo.get('fp16', 0):9.2f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Real-architecture ONNX graphs built from a seed (catalog.py)."""
