@@ -45,6 +45,7 @@ class Demo:
     cmake: list[str] = field(default_factory=list)
     dynamic: list | None = None
     runs: list[list[str]] | None = None  # several runs (matmul demo)
+    model2: str | None = None  # a second (quantised) stand-in, {model2}
     note: str = ""
 
 
@@ -67,14 +68,17 @@ DEMOS = [
          OPENCV),
     *[Demo(f"rknpu2 rknn_dynamic_shape_input_demo/{t}", "toolkit",
            f"{RK}/rknn_dynamic_shape_input_demo", t, ["{model}", "{src}/images/dog_224x224.jpg"],
-           "mobilenet_v2", False, r"Top5", OPENCV,
+           "mobilenet_v2_dyn", False, r"Top5", OPENCV,
            dynamic=[[[1, 3, 224, 224]], [[1, 3, 160, 160]], [[1, 3, 256, 256]]])
-      for t in ("rknn_dynshape_inference", "rknn_dynshape_inference_zero_copy",
-                "rknn_dynshape_inference_zero_copy_alloc_outside")],
+      # (its third program, ..._alloc_outside, is built for Android only: libmpimmz)
+      for t in ("rknn_dynshape_inference", "rknn_dynshape_inference_zero_copy")],
     Demo("rknpu2 rknn_internal_mem_reuse_demo", "toolkit", f"{RK}/rknn_internal_mem_reuse_demo",
-         "rknn_internal_mem_reuse_demo",
-         ["{model}", "{src}/model/dog_224x224.jpg", "{model}", "{src}/model/dog_224x224.jpg"],
-         "mobilenet_v1", True, r"Top5", OPENCV),
+         "rknn_internal_mem_reuse_demo",  # its README's two models; images from the sibling demos
+         ["{model}", "{src}/../rknn_yolov5_demo/model/bus.jpg", "{model2}",
+          "{src}/../rknn_common_test/model/cat_224x224.jpg"],
+         "yolov5", True, r"==== \S+yolov5\S+ ====[\s\S]*FPS[\s\S]*==== \S+mobilenet\S+ ====[\s\S]*FPS",
+         OPENCV,
+         model2="mobilenet_v1"),
     Demo("rknpu2 rknn_multiple_input_demo", "toolkit", f"{RK}/rknn_multiple_input_demo",
          "rknn_multiple_input_demo", ["{model}", "{src}/model/input1.bin#{src}/model/input2.bin"],
          "file:model/RK3588/multiple_input_demo.rknn", check=r"output"),
@@ -137,6 +141,12 @@ def replay(demo: Demo, repos: dict[str, Path], work: Path, target: str) -> tuple
         return "✗", "–", "–"
     exe = next(p for p in out.rglob(demo.target) if p.is_file() and os.access(p, os.X_OK))
     model = ""
+    model2 = ""
+    if demo.model2:
+        model2 = str(work / "models" / f"{demo.model2}_i8.rknnrt")
+        if not Path(model2).exists():
+            standins.convert(standins.MAKERS[demo.model2](), Path(model2), target=target,
+                             quantize=True)  # fmt: skip
     if demo.model and demo.model.startswith("file:"):  # the snapshot's own vendor file
         model = str(src / demo.model[5:])
     elif demo.model:
@@ -155,7 +165,7 @@ def replay(demo: Demo, repos: dict[str, Path], work: Path, target: str) -> tuple
     runs = demo.runs or [demo.args]
     ok_runs, check_runs = 0, 0
     for args in runs:
-        argv = [str(exe)] + [a.format(model=model, src=src) for a in args]
+        argv = [str(exe)] + [a.format(model=model, model2=model2, src=src) for a in args]
         before = log.stat().st_size
         # the demos read ./model/... (labels, anchors) from their install folder: on a PC
         # that is the project's own folder (rknpu2) or the example's (zoo)

@@ -79,7 +79,8 @@ def _backbone(g: Graph, x: str, strides: int, width: int = 16) -> tuple[str, int
     return x, c
 
 
-def classifier(classes: int, size: int = 224, act: str = "Relu") -> onnx.ModelProto:
+def classifier(classes: int, size: int = 224, act: str = "Relu", dynamic: bool = False
+               ) -> onnx.ModelProto:  # fmt: skip
     """mobilenet/resnet-like: conv stack, global pooling, Gemm to `classes` logits."""
     g = Graph(classes + size)
     x, c = _backbone(g, "input", 5)
@@ -89,7 +90,8 @@ def classifier(classes: int, size: int = 224, act: str = "Relu") -> onnx.ModelPr
     w = g.const(g.rng.normal(0, 0.3, (classes, c)).astype(np.float32))
     b = g.const(g.rng.normal(0, 0.1, classes).astype(np.float32), "b")
     g.op("Gemm", [x, w, b], "output", transB=1)
-    return g.model([("input", [1, 3, size, size])], [("output", [1, classes])])
+    hw = ["height", "width"] if dynamic else [size, size]  # dynamic_input needs free dims
+    return g.model([("input", [1, 3, *hw])], [("output", [1, classes])])
 
 
 def yolov5(size: int = 640) -> onnx.ModelProto:
@@ -217,7 +219,7 @@ def _dataset(onnx_model: onnx.ModelProto, folder: Path, n: int = 4) -> Path:
     for i in range(n):
         paths = []
         for j, vi in enumerate(onnx_model.graph.input):
-            shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+            shape = [d.dim_value or 224 for d in vi.type.tensor_type.shape.dim]
             nhwc = [shape[0], *shape[2:], shape[1]]
             p = folder / f"calib_{i}_{j}.npy"
             np.save(p, rng.uniform(0, 255, nhwc).astype(np.float32))
@@ -249,12 +251,15 @@ def convert(model: onnx.ModelProto, out: Path, *, target: str, quantize: bool,
     rknn.build(do_quantization=quantize, dataset=str(_dataset(model, out.parent)) if quantize else None)
     rknn.export_rknn(str(out))
     rknn.release()
+    if not out.exists():  # the toolkit reports its errors as E lines, as the vendor's does
+        raise RuntimeError(f"conversion to {out.name} failed (see the E lines above)")
     return out
 
 
 MAKERS: dict[str, Callable[[], onnx.ModelProto]] = {
     "mobilenet_v1": lambda: classifier(1001, act="Clip"),
     "mobilenet_v2": lambda: classifier(1000, act="Clip"),
+    "mobilenet_v2_dyn": lambda: classifier(1000, act="Clip", dynamic=True),
     "resnet50": lambda: classifier(1000),
     "yolov5": yolov5,
     "yolov8": yolov8,
