@@ -151,12 +151,16 @@ def retinaface(size: int = 320) -> onnx.ModelProto:
 
 
 def ppocr_det(size: int = 480) -> onnx.ModelProto:
-    """DBNet-like: a 1x1xHxW sigmoid probability map at the input's resolution."""
+    """DBNet-like: a 1x1xHxW sigmoid probability map at the input's resolution. Random weights
+    would give no text regions, so this one marks dark pixels (input scaled to 0..1 by the
+    converter's mean/std): sigmoid(12 * (0.45 - grey)), dilated by a 5x5 max pool so that the
+    characters of a word join, as DB's shrunk text kernels do."""
     g = Graph(480)
-    x, c = _backbone(g, "x", 2)
-    x = g.conv(x, c, 1, k=1, act="Sigmoid")
-    g.op("Resize", [x, "", g.const(np.array([1, 1, 4, 4], np.float32), "scales")],
-         "sigmoid_0.tmp_0", mode="nearest")  # fmt: skip
+    w = np.full((1, 3, 1, 1), -12.0 / 3, np.float32)
+    x = g.op("Conv", ["x", g.const(w), g.const(np.array([12 * 0.45], np.float32), "b")],
+             kernel_shape=[1, 1])  # fmt: skip
+    x = g.op("MaxPool", [x], kernel_shape=[5, 5], pads=[2, 2, 2, 2], strides=[1, 1])
+    g.op("Sigmoid", [x], "sigmoid_0.tmp_0")
     return g.model([("x", [1, 3, size, size])], [("sigmoid_0.tmp_0", [1, 1, size, size])])
 
 
