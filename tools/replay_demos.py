@@ -46,74 +46,223 @@ class Demo:
     dynamic: list | None = None
     runs: list[list[str]] | None = None  # several runs (matmul demo)
     model2: str | None = None  # a second (quantised) stand-in, {model2}
+    env: dict[str, str] = field(default_factory=dict)
     note: str = ""
 
 
 RK = "rknpu2/examples"
 DEMOS = [
-    Demo("rknpu2 rknn_api_demo/create_mem", "toolkit", f"{RK}/rknn_api_demo", "rknn_create_mem_demo",
-         ["{model}", "{src}/model/dog_224x224.jpg"], "mobilenet_v1", True, r"FPS[\s\S]*\d+\.\d+ - \d+"),
-    Demo("rknpu2 rknn_api_demo/create_mem_with_rga", "toolkit", f"{RK}/rknn_api_demo",
-         "rknn_create_mem_with_rga_demo", ["{model}", "{src}/model/dog_224x224.jpg"],
-         "mobilenet_v1", True, r"FPS[\s\S]*\d+\.\d+ - \d+"),
-    Demo("rknpu2 rknn_benchmark", "toolkit", f"{RK}/rknn_benchmark", "rknn_benchmark",
-         ["{model}", "", "10"], "mobilenet_v1", True, r"Avg FPS"),
-    Demo("rknpu2 rknn_mobilenet_demo", "toolkit", f"{RK}/rknn_mobilenet_demo",
-         "rknn_mobilenet_demo", ["{model}", "{src}/model/dog_224x224.jpg"], "mobilenet_v1", True,
-         r"Top5 ---\s*\n\s*\d+: ", OPENCV),
-    Demo("rknpu2 rknn_yolov5_demo", "toolkit", f"{RK}/rknn_yolov5_demo", "rknn_yolov5_demo",
-         ["{model}", "{src}/model/bus.jpg"], "yolov5", True, r"loop count", OPENCV),
-    Demo("rknpu2 rknn_common_test", "toolkit", f"{RK}/rknn_common_test", "rknn_common_test",
-         ["{model}", "{src}/model/dog_224x224.jpg"], "mobilenet_v1", True, r"---- Top5 ----",
-         OPENCV),
-    *[Demo(f"rknpu2 rknn_dynamic_shape_input_demo/{t}", "toolkit",
-           f"{RK}/rknn_dynamic_shape_input_demo", t, ["{model}", "{src}/images/dog_224x224.jpg"],
-           "mobilenet_v2_dyn", False, r"Top5", OPENCV,
-           dynamic=[[[1, 3, 224, 224]], [[1, 3, 160, 160]], [[1, 3, 256, 256]]])
-      # (its third program, ..._alloc_outside, is built for Android only: libmpimmz)
-      for t in ("rknn_dynshape_inference", "rknn_dynshape_inference_zero_copy")],
-    Demo("rknpu2 rknn_internal_mem_reuse_demo", "toolkit", f"{RK}/rknn_internal_mem_reuse_demo",
-         "rknn_internal_mem_reuse_demo",  # its README's two models; images from the sibling demos
-         ["{model}", "{src}/../rknn_yolov5_demo/model/bus.jpg", "{model2}",
-          "{src}/../rknn_common_test/model/cat_224x224.jpg"],
-         "yolov5", True, r"==== \S+yolov5\S+ ====[\s\S]*FPS[\s\S]*==== \S+mobilenet\S+ ====[\s\S]*FPS",
-         OPENCV,
-         model2="mobilenet_v1"),
-    Demo("rknpu2 rknn_multiple_input_demo", "toolkit", f"{RK}/rknn_multiple_input_demo",
-         "rknn_multiple_input_demo", ["{model}", "{src}/model/input1.bin#{src}/model/input2.bin"],
-         "file:model/RK3588/multiple_input_demo.rknn", check=r"output"),
-    Demo("rknpu2 rknn_custom_cpu_op_demo", "toolkit", f"{RK}/rknn_custom_op_demo/rknn_custom_cpu_op_demo",
-         "rknn_custom_cpu_op_demo", ["{model}", "{src}/model/test_image.jpg"],
-         "yolox_custom_sigmoid", True, r"@ \(\d+ \d+ \d+ \d+\)"),
-    Demo("zoo mobilenet", "zoo", "examples/mobilenet/cpp", "rknn_mobilenet_demo",
-         ["{model}", "{src}/../model/bell.jpg"], "mobilenet_v2", False, r"\[\d+\] score=",
-         ["-DDISABLE_LIBJPEG=ON"]),
-    Demo("zoo resnet", "zoo", "examples/resnet/cpp", "rknn_resnet_demo",
-         ["{model}", "{src}/../model/dog_224x224.jpg"], "resnet50", False, r"\[\d+\] score=",
-         ["-DDISABLE_LIBJPEG=ON"]),
-    Demo("zoo yolov5", "zoo", "examples/yolov5/cpp", "rknn_yolov5_demo",
-         ["{model}", "{src}/../model/bus.jpg"], "yolov5", True, r"@ \(\d+ \d+ \d+ \d+\)",
-         ["-DDISABLE_LIBJPEG=ON"]),
-    Demo("zoo yolov8", "zoo", "examples/yolov8/cpp", "rknn_yolov8_demo",
-         ["{model}", "{src}/../model/bus.jpg"], "yolov8", True, r"@ \(\d+ \d+ \d+ \d+\)",
-         ["-DDISABLE_LIBJPEG=ON"]),
-    Demo("zoo RetinaFace", "zoo", "examples/RetinaFace/cpp", "rknn_retinaface_demo",
-         ["{model}", "{src}/../model/test.jpg"], "retinaface", True, r"face @",
-         ["-DDISABLE_LIBJPEG=ON"]),
-    Demo("zoo PPOCR-Det", "zoo", "examples/PPOCR/PPOCR-Det/cpp", "rknn_ppocr_det_demo",
-         ["{model}", "{src}/../model/test.jpg"], "ppocr_det", False, r"\[\d+\]: \[\(\d+, \d+\)",
-         ["-DDISABLE_LIBJPEG=ON", "-DCMAKE_CXX_FLAGS_RELEASE=-O0", "-DCMAKE_C_FLAGS_RELEASE=-O0", *OPENCV]),
-    Demo("zoo PPOCR-Rec", "zoo", "examples/PPOCR/PPOCR-Rec/cpp", "rknn_ppocr_rec_demo",
-         ["{model}", "{src}/../model/test.png"], "ppocr_rec", False, r"regconize result",
-         ["-DDISABLE_LIBJPEG=ON", "-DCMAKE_CXX_FLAGS_RELEASE=-O0", "-DCMAKE_C_FLAGS_RELEASE=-O0", *OPENCV]),
+    Demo(
+        "rknpu2 rknn_api_demo/create_mem",
+        "toolkit",
+        f"{RK}/rknn_api_demo",
+        "rknn_create_mem_demo",
+        ["{model}", "{src}/model/dog_224x224.jpg"],
+        "mobilenet_v1",
+        True,
+        r"FPS[\s\S]*\d+\.\d+ - \d+",
+    ),
+    Demo(
+        "rknpu2 rknn_api_demo/create_mem_with_rga",
+        "toolkit",
+        f"{RK}/rknn_api_demo",
+        "rknn_create_mem_with_rga_demo",
+        ["{model}", "{src}/model/dog_224x224.jpg"],
+        "mobilenet_v1",
+        True,
+        r"FPS[\s\S]*\d+\.\d+ - \d+",
+    ),
+    Demo(
+        "rknpu2 rknn_benchmark",
+        "toolkit",
+        f"{RK}/rknn_benchmark",
+        "rknn_benchmark",
+        ["{model}", "", "10"],
+        "mobilenet_v1",
+        True,
+        r"Avg FPS",
+    ),
+    Demo(
+        "rknpu2 rknn_mobilenet_demo",
+        "toolkit",
+        f"{RK}/rknn_mobilenet_demo",
+        "rknn_mobilenet_demo",
+        ["{model}", "{src}/model/dog_224x224.jpg"],
+        "mobilenet_v1",
+        True,
+        r"Top5 ---\s*\n\s*\d+: ",
+        OPENCV,
+    ),
+    Demo(
+        "rknpu2 rknn_yolov5_demo",
+        "toolkit",
+        f"{RK}/rknn_yolov5_demo",
+        "rknn_yolov5_demo",
+        ["{model}", "{src}/model/bus.jpg"],
+        "yolov5",
+        True,
+        r"loop count",
+        OPENCV,
+    ),
+    Demo(
+        "rknpu2 rknn_common_test",
+        "toolkit",
+        f"{RK}/rknn_common_test",
+        "rknn_common_test",
+        ["{model}", "{src}/model/dog_224x224.jpg"],
+        "mobilenet_v1",
+        True,
+        r"---- Top5 ----",
+        OPENCV,
+    ),
+    *[
+        Demo(
+            f"rknpu2 rknn_dynamic_shape_input_demo/{t}",
+            "toolkit",
+            f"{RK}/rknn_dynamic_shape_input_demo",
+            t,
+            ["{model}", "{src}/images/dog_224x224.jpg"],
+            "mobilenet_v2_dyn",
+            False,
+            r"Top5",
+            OPENCV,
+            dynamic=[[[1, 3, 224, 224]], [[1, 3, 160, 160]], [[1, 3, 256, 256]]],
+        )
+        # (its third program, ..._alloc_outside, is built for Android only: libmpimmz)
+        for t in ("rknn_dynshape_inference", "rknn_dynshape_inference_zero_copy")
+    ],
+    Demo(
+        "rknpu2 rknn_internal_mem_reuse_demo",
+        "toolkit",
+        f"{RK}/rknn_internal_mem_reuse_demo",
+        "rknn_internal_mem_reuse_demo",  # its README's two models; images from the sibling demos
+        [
+            "{model}",
+            "{src}/../rknn_yolov5_demo/model/bus.jpg",
+            "{model2}",
+            "{src}/../rknn_common_test/model/cat_224x224.jpg",
+        ],
+        "yolov5",
+        True,
+        r"==== \S+yolov5\S+ ====[\s\S]*FPS[\s\S]*==== \S+mobilenet\S+ ====[\s\S]*FPS",
+        OPENCV,
+        model2="mobilenet_v1",
+    ),
+    Demo(
+        "rknpu2 rknn_multiple_input_demo",
+        "toolkit",
+        f"{RK}/rknn_multiple_input_demo",
+        "rknn_multiple_input_demo",
+        ["{model}", "{src}/model/input1.bin#{src}/model/input2.bin"],
+        "file:model/RK3588/multiple_input_demo.rknn",
+        check=r"output",
+    ),
+    Demo(
+        "rknpu2 rknn_custom_cpu_op_demo",
+        "toolkit",
+        f"{RK}/rknn_custom_op_demo/rknn_custom_cpu_op_demo",
+        "rknn_custom_cpu_op_demo",
+        ["{model}", "{src}/model/test_image.jpg"],
+        "yolox_custom_sigmoid",
+        True,
+        r"@ \(\d+ \d+ \d+ \d+\)",
+    ),
+    Demo(
+        "zoo mobilenet",
+        "zoo",
+        "examples/mobilenet/cpp",
+        "rknn_mobilenet_demo",
+        ["{model}", "{src}/../model/bell.jpg"],
+        "mobilenet_v2",
+        False,
+        r"\[\d+\] score=",
+        ["-DDISABLE_LIBJPEG=ON"],
+    ),
+    Demo(
+        "zoo resnet",
+        "zoo",
+        "examples/resnet/cpp",
+        "rknn_resnet_demo",
+        ["{model}", "{src}/../model/dog_224x224.jpg"],
+        "resnet50",
+        False,
+        r"\[\d+\] score=",
+        ["-DDISABLE_LIBJPEG=ON"],
+    ),
+    Demo(
+        "zoo yolov5",
+        "zoo",
+        "examples/yolov5/cpp",
+        "rknn_yolov5_demo",
+        ["{model}", "{src}/../model/bus.jpg"],
+        "yolov5",
+        True,
+        r"@ \(\d+ \d+ \d+ \d+\)",
+        ["-DDISABLE_LIBJPEG=ON"],
+    ),
+    Demo(
+        "zoo yolov8",
+        "zoo",
+        "examples/yolov8/cpp",
+        "rknn_yolov8_demo",
+        ["{model}", "{src}/../model/bus.jpg"],
+        "yolov8",
+        True,
+        r"@ \(\d+ \d+ \d+ \d+\)",
+        ["-DDISABLE_LIBJPEG=ON"],
+    ),
+    Demo(
+        "zoo RetinaFace",
+        "zoo",
+        "examples/RetinaFace/cpp",
+        "rknn_retinaface_demo",
+        ["{model}", "{src}/../model/test.jpg"],
+        "retinaface",
+        True,
+        r"face @",
+        ["-DDISABLE_LIBJPEG=ON"],
+    ),
+    Demo(
+        "zoo PPOCR-Det",
+        "zoo",
+        "examples/PPOCR/PPOCR-Det/cpp",
+        "rknn_ppocr_det_demo",
+        ["{model}", "{src}/../model/test.jpg"],
+        "ppocr_det",
+        False,
+        r"\[\d+\]: \[\(\d+, \d+\)",
+        [
+            "-DDISABLE_LIBJPEG=ON",
+            "-DCMAKE_CXX_FLAGS_RELEASE=-O0",
+            "-DCMAKE_C_FLAGS_RELEASE=-O0",
+            *OPENCV,
+        ],
+    ),
+    Demo(
+        "zoo PPOCR-Rec",
+        "zoo",
+        "examples/PPOCR/PPOCR-Rec/cpp",
+        "rknn_ppocr_rec_demo",
+        ["{model}", "{src}/../model/test.png"],
+        "ppocr_rec",
+        False,
+        r"regconize result",
+        [
+            "-DDISABLE_LIBJPEG=ON",
+            "-DCMAKE_CXX_FLAGS_RELEASE=-O0",
+            "-DCMAKE_C_FLAGS_RELEASE=-O0",
+            *OPENCV,
+        ],
+    ),
 ]
 MATMUL_TYPES = tuple(range(1, 12))  # every type of rknn_matmul_api.h up to INT8_MM_INT4_TO_INT32
-DEMOS.append(Demo(
-    "rknpu2 rknn_matmul_api_demo", "toolkit", f"{RK}/rknn_matmul_api_demo", "rknn_matmul_api_demo",
-    [], check=r"result is correct",
-    runs=[[str(t), "4,64,32", str(b), "0", "1", "0"] for t in MATMUL_TYPES for b in (0, 1, 2)],
-    note="TP_NORM int4 / FLOAT16_MM_INT8 cases: the demo packs B wrongly (docs/matmul.md)",
-))  # fmt: skip
+for soc in ("rk3588", "rk3576"):  # the types differ per platform (rk3588: 1-4, 9, 10)
+    DEMOS.append(Demo(
+        f"rknpu2 rknn_matmul_api_demo ({soc})", "toolkit", f"{RK}/rknn_matmul_api_demo",
+        "rknn_matmul_api_demo", [], check=r"result is correct", env={"RKNNRT_PLATFORM": soc},
+        runs=[[str(t), "4,64,32", str(b), "0", "1", "0"] for t in MATMUL_TYPES for b in (0, 1, 2)],
+        note="TP_NORM int4 / FLOAT16_MM_INT8 cases: the demo packs B wrongly (docs/matmul.md)",
+    ))  # fmt: skip
 
 
 def sh(cmd: list[str], cwd: Path, log: Path, env: dict | None = None, timeout: int = 1800) -> int:
@@ -162,6 +311,7 @@ def replay(demo: Demo, repos: dict[str, Path], work: Path, target: str) -> tuple
     libs = [repos["toolkit"] / "rknpu2/runtime/Linux/librknn_api/armhf",
             repos["toolkit"] / "rknpu2/examples/3rdparty/rga/libs/Linux/gcc-armhf"]  # fmt: skip
     env["LD_LIBRARY_PATH"] = ":".join(map(str, libs))
+    env.update(demo.env)
     runs = demo.runs or [demo.args]
     ok_runs, check_runs = 0, 0
     for args in runs:
@@ -173,7 +323,11 @@ def replay(demo: Demo, repos: dict[str, Path], work: Path, target: str) -> tuple
         rc = sh(argv, cwd, log, env, timeout=600)
         text = log.read_text(errors="replace")[before:]
         ok_runs += rc == 0
-        check_runs += bool(demo.check and re.search(demo.check, text))
+        hit = bool(demo.check and re.search(demo.check, text))
+        check_runs += hit
+        if len(runs) > 1:
+            with log.open("a") as f:
+                f.write(f"REPLAY {' '.join(args)}: rc {rc}, check {'yes' if hit else 'no'}\n")
     n = len(runs)
     run = "✓" if ok_runs == n else f"✗ {n - ok_runs}/{n} failed"
     check = "✓" if check_runs == n else f"{check_runs}/{n}"
@@ -192,7 +346,10 @@ def main() -> int:
     repos = {"toolkit": a.toolkit.resolve(), "zoo": a.zoo.resolve()}
     a.work.mkdir(parents=True, exist_ok=True)
     if not a.no_sdk:
-        for layout, dst in (("rknpu2", repos["toolkit"] / "rknpu2"), ("zoo", repos["zoo"] / "3rdparty")):
+        for layout, dst in (
+            ("rknpu2", repos["toolkit"] / "rknpu2"),
+            ("zoo", repos["zoo"] / "3rdparty"),
+        ):
             subprocess.run([sys.executable, "-m", "rknnrt.cli", "sdk", "--layout", layout, "--out",
                             str(dst)], cwd=ROOT, check=True)  # fmt: skip
     only = [s for s in a.only.split(",") if s]

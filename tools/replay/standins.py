@@ -137,7 +137,7 @@ def retinaface(size: int = 320) -> onnx.ModelProto:
     for i in range(3):
         if i:
             x = g.conv(x, c, c, stride=2)
-        for kind, n, acc in (("loc", 4, locs), ("conf", 2, confs), ("land", 10, lands)):
+        for _kind, n, acc in (("loc", 4, locs), ("conf", 2, confs), ("land", 10, lands)):
             y = g.conv(x, c, 2 * n, k=1, act=None)
             y = g.op("Transpose", [y], perm=[0, 2, 3, 1])
             acc.append(g.op("Reshape", [y, g.const(np.array([1, -1, n], np.int64), "shape")]))
@@ -252,7 +252,9 @@ def convert(model: onnx.ModelProto, out: Path, *, target: str, quantize: bool,
     if any(n.op_type == CstSigmoid.op_type for n in model.graph.node):
         rknn.reg_custom_op(CstSigmoid)
     rknn.load_onnx(str(src))
-    rknn.build(do_quantization=quantize, dataset=str(_dataset(model, out.parent)) if quantize else None)
+    rknn.build(
+        do_quantization=quantize, dataset=str(_dataset(model, out.parent)) if quantize else None
+    )
     rknn.export_rknn(str(out))
     rknn.release()
     if not out.exists():  # the toolkit reports its errors as E lines, as the vendor's does
