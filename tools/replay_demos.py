@@ -261,7 +261,8 @@ for soc in ("rk3588", "rk3576"):  # the types differ per platform (rk3588: 1-4, 
         f"rknpu2 rknn_matmul_api_demo ({soc})", "toolkit", f"{RK}/rknn_matmul_api_demo",
         "rknn_matmul_api_demo", [], check=r"result is correct", env={"RKNNRT_PLATFORM": soc},
         runs=[[str(t), "4,64,32", str(b), "0", "1", "0"] for t in MATMUL_TYPES for b in (0, 1, 2)],
-        note="TP_NORM int4 / FLOAT16_MM_INT8 cases: the demo packs B wrongly (docs/matmul.md)",
+        note="wrong = TP_NORM with int4 / FLOAT16_MM_INT8 B: the demo packs B wrongly "
+        "(docs/matmul.md); cases are type/B_layout",
     ))  # fmt: skip
 
 
@@ -314,6 +315,7 @@ def replay(demo: Demo, repos: dict[str, Path], work: Path, target: str) -> tuple
     env.update(demo.env)
     runs = demo.runs or [demo.args]
     ok_runs, check_runs = 0, 0
+    outcomes: dict[str, list[str]] = {}
     for args in runs:
         argv = [str(exe)] + [a.format(model=model, model2=model2, src=src) for a in args]
         before = log.stat().st_size
@@ -326,12 +328,25 @@ def replay(demo: Demo, repos: dict[str, Path], work: Path, target: str) -> tuple
         hit = bool(demo.check and re.search(demo.check, text))
         check_runs += hit
         if len(runs) > 1:
+            outcomes.setdefault(_matmul_outcome(text, hit), []).append("/".join(args[:3:2]))
             with log.open("a") as f:
                 f.write(f"REPLAY {' '.join(args)}: rc {rc}, check {'yes' if hit else 'no'}\n")
     n = len(runs)
     run = "✓" if ok_runs == n else f"✗ {n - ok_runs}/{n} failed"
     check = "✓" if check_runs == n else f"{check_runs}/{n}"
+    if outcomes:  # type/B_layout per outcome, e.g. "correct 1/0 1/1 ...; wrong 10/2"
+        check += " (" + "; ".join(f"{k} {' '.join(v)}" for k, v in outcomes.items()) + ")"
     return "✓", run, check
+
+
+def _matmul_outcome(text: str, hit: bool) -> str:
+    if hit:
+        return "correct"
+    if "unsupported matmul dtype" in text:
+        return "not a type of this platform (rknn_matmul_create -5)"
+    if "unsupported data type" in text:
+        return "no branch in the demo"
+    return "wrong" if "result is wrong" in text else "failed"
 
 
 def main() -> int:
