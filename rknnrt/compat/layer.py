@@ -18,6 +18,8 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 
+from ..model import files as model_files
+
 RECORD = "rknnrt_compat.json"
 VENDOR_DISTRIBUTIONS = ("rknn-toolkit2", "rknn-toolkit-lite2")
 
@@ -58,6 +60,13 @@ def default_site(user: bool = False) -> str:
 
         return site.getusersitepackages()
     return sysconfig.get_paths()["purelib"]
+
+
+def _write_new(path: str, data: bytes) -> None:
+    """A file that must not exist yet, written all or nothing (model/files.write_atomic)."""
+    if os.path.lexists(path):
+        raise FileExistsError(f"{path} exists")
+    model_files.write_atomic(path, data)
 
 
 def _sha(data: bytes) -> str:
@@ -136,12 +145,10 @@ def install(site: str) -> list[str]:
                     os.mkdir(os.path.join(site, sub))
                     created.append(sub)
             data = source.encode()
-            with open(os.path.join(site, rel), "xb") as f:
-                f.write(data)
+            _write_new(os.path.join(site, rel), data)
             files[rel] = _sha(data)
-        with open(os.path.join(site, RECORD), "x") as f:
-            json.dump({"files": files, "dirs": created, "forwards_to": _rknnrt_location()}, f,
-                      indent=1)  # fmt: skip
+        record = {"files": files, "dirs": created, "forwards_to": _rknnrt_location()}
+        _write_new(os.path.join(site, RECORD), json.dumps(record, indent=1).encode())
     except OSError as exc:  # undo what was written, then say why
         _remove(site, files, created)
         raise CompatError(f"cannot write into {site}: {exc}") from None

@@ -15,6 +15,7 @@ file `dataset_for_<export name>.txt`, next to `export_path`.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import sys
@@ -24,6 +25,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ..model import files
 from .errors import ConversionError
 
 _GROUP = re.compile(r"^(1|[a-z]+)$")
@@ -271,12 +273,13 @@ def _edit_dataset(dataset: str, model: onnx.ModelProto, plans: dict[str, Plan],
                                       f"{list(array.shape)}, input {name!r} is "
                                       f"{plan.original}")  # fmt: skip
             target = f"{stem}_{os.path.splitext(os.path.basename(path))[0]}.npy"
-            np.save(os.path.join(folder, target), plan.forward(array.reshape(plan.original)))
+            buffer = io.BytesIO()
+            np.save(buffer, plan.forward(array.reshape(plan.original)))
+            files.write_atomic(os.path.join(folder, target), buffer.getvalue())
             row.append(target)
         out_lines.append(" ".join(row))
     new_dataset = os.path.join(folder, f"dataset_for_{stem}.txt")
-    with open(new_dataset, "w") as f:
-        f.write("\n".join(out_lines) + "\n")
+    files.write_atomic(new_dataset, "\n".join(out_lines) + "\n")
     return new_dataset
 
 
@@ -290,7 +293,7 @@ def onnx_edit(model, export_path, inputs_transform=None, outputs_transform=None,
         edited, plans = edit(proto, inputs_transform or {}, outputs_transform or {},
                              lambda line: sys.stderr.write(line + "\n"))  # fmt: skip
         try:
-            onnx.save(edited, os.fspath(export_path))
+            files.write_atomic(os.fspath(export_path), edited.SerializeToString())
         except OSError as exc:
             raise ConversionError(f"cannot write {os.fspath(export_path)!r}: {exc}") from None
         if dataset is not None and plans:
