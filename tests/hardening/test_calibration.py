@@ -96,6 +96,7 @@ def test_memory_is_independent_of_the_sample_count() -> None:
     assert normal.samples == [] and (normal.lo, normal.hi) == (0.0, 9.0)
 
 
+@pytest.mark.slow  # 2^22+ values per tensor
 def test_thinned_statistics_stay_close() -> None:
     """Past the cap the kept values are a uniform thinning: the parameters barely move."""
     arrays = _stream(3, 40)

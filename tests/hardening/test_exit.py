@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from . import bombs
 
 SCRIPT = """
@@ -37,6 +39,7 @@ print("exiting", flush=True)
 """
 
 
+@pytest.mark.slow  # two interpreters, one killed mid-run
 def test_exit_with_a_run_in_flight(three_models, tmp_path) -> None:
     model = tmp_path / "slow.rknn"
     model.write_bytes(bombs.many_tensors(three_models["float32"], count=300,
