@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..lazy_imports import onnx
+from . import graph_edit
 
 _SHUFFLE_PERM = [0, 2, 1, 3, 4]
 
@@ -162,12 +163,5 @@ def channel_shuffles_as_gathers(graph) -> int:
         removed |= {id(n) for n in [*nodes, last]}
     if not replacement:
         return 0
-    kept = []
-    for node in graph.node:
-        if id(node) in replacement:
-            kept.extend(replacement[id(node)])
-        elif id(node) not in removed:
-            kept.append(node)
-    del graph.node[:]
-    graph.node.extend(kept)
+    graph_edit.set_nodes(graph, graph_edit.splice(graph, replacement, removed))
     return len(replacement)

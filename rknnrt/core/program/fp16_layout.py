@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..lazy_imports import onnx
+from . import graph_edit
 
 _FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
 
@@ -100,14 +101,8 @@ def _with_pairs(model, sources: list[str], outputs: list[str]) -> None:
     keep = [o for o in graph.output if o.name in wanted]
     del graph.output[:]
     graph.output.extend(keep)
-    while True:  # drop what nothing reads any more (the sources' own ReorderOutputs)
-        used = {o.name for o in graph.output} | {n for node in nodes for n in node.input}
-        live = [node for node in nodes if any(out in used for out in node.output)]
-        if len(live) == len(nodes):
-            break
-        nodes = live
-    del graph.node[:]
-    graph.node.extend(nodes)
+    # drop what nothing reads any more (the sources' own ReorderOutputs)
+    graph_edit.set_nodes(graph, graph_edit.live_nodes(graph, nodes))
 
 
 class Blocked(NamedTuple):

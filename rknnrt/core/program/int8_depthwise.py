@@ -35,6 +35,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..lazy_imports import onnx
+from . import graph_edit
 
 _EXACT = float(2**24)  # integers up to this magnitude are exact in float32
 _EPSILON = float(np.finfo(np.float32).eps)
@@ -242,21 +243,9 @@ def depthwise_as_float(graph, weights: Mapping[str, np.ndarray]) -> int:
         removed |= {id(conv), id(quant), *(id(a) for a in found["dropped"])}
     if not replace:
         return 0
-    nodes = []
-    for node in graph.node:
-        if id(node) in replace:
-            nodes.extend(replace[id(node)])
-        elif id(node) not in removed:
-            nodes.append(node)
     # nodes that only fed the removed convs (their weight and bias DequantizeLinear) go too
-    while True:
-        used = {o.name for o in graph.output} | {n for node in nodes for n in node.input}
-        live = [n for n in nodes if any(o in used for o in n.output)]
-        if len(live) == len(nodes):
-            break
-        nodes = live
-    del graph.node[:]
-    graph.node.extend(nodes)
+    nodes = graph_edit.live_nodes(graph, graph_edit.splice(graph, replace, removed))
+    graph_edit.set_nodes(graph, nodes)
     graph.initializer.extend(added)
     used = {n for node in nodes for n in node.input}
     keep = [t for t in graph.initializer if t.name in used or t.data_location ==
