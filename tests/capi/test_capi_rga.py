@@ -12,7 +12,7 @@ import pytest
 import rknnrt as rk
 
 from . import rga_reference as ref
-from .test_capi_runtime import python_general
+from .test_capi_runtime import conv4d_float16, python_general
 
 W, H = 64, 48
 
@@ -132,22 +132,7 @@ def test_cxx_overloads(programs):
 
 @pytest.mark.slow  # two model conversions and a run; the operations above are the fast check
 def test_rga_into_zero_copy_input_with_nc1hwc2_output(programs, convert, tmp_path):
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.RandomState(3)
-    conv = helper.make_node(
-        "Conv", ["images", "w", "b"], ["out"], kernel_shape=[3, 3], pads=[1] * 4
-    )
-    graph = helper.make_graph(
-        [conv], "conv4d",
-        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 16, 16])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 20, 16, 16])],
-        [numpy_helper.from_array(rng.randn(20, 3, 3, 3).astype(np.float32), "w"),
-         numpy_helper.from_array(rng.randn(20).astype(np.float32), "b")],
-    )  # fmt: skip
-    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model = convert(onnx_model, mean_values=[[0, 0, 0]], std_values=[[255, 255, 255]],
-                    float_dtype="float16")  # fmt: skip
+    model = conv4d_float16(convert)
     pic = np.random.default_rng(6).integers(0, 256, (24, 40, 3), np.uint8)
     (tmp_path / "conv.rknnrt").write_bytes(model)
     (tmp_path / "pic.rgb").write_bytes(pic.tobytes())

@@ -148,9 +148,9 @@ def test_non_blocking_run_wait_and_async_mask(programs, files, floats, default_m
     assert printed == frames
 
 
-def test_native_output_layouts_and_pass_through(programs, convert, tmp_path, floats):
-    """A float16 model with a 4-D output of 20 channels (C2 = 8 pads it to 24): NC1HWC2 and
-    NHWC float16 outputs, unpacked in C, and NCHW float32 all equal the Python general API."""
+def conv4d_float16(convert) -> bytes:
+    """A float16 model: a 3x3 conv from a [1, 3, 16, 16] input to 20 channels (C2 = 8 pads
+    them to 24 in NC1HWC2), inputs scaled by 1/255."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.RandomState(3)
@@ -166,8 +166,14 @@ def test_native_output_layouts_and_pass_through(programs, convert, tmp_path, flo
          numpy_helper.from_array(rng.randn(20).astype(np.float32), "b")],
     )  # fmt: skip
     onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model = convert(onnx_model, mean_values=[[0, 0, 0]], std_values=[[255, 255, 255]],
-                    float_dtype="float16")  # fmt: skip
+    return convert(onnx_model, mean_values=[[0, 0, 0]], std_values=[[255, 255, 255]],
+                   float_dtype="float16")  # fmt: skip
+
+
+def test_native_output_layouts_and_pass_through(programs, convert, tmp_path, floats):
+    """A float16 model with a 4-D output of 20 channels (C2 = 8 pads it to 24): NC1HWC2 and
+    NHWC float16 outputs, unpacked in C, and NCHW float32 all equal the Python general API."""
+    model = conv4d_float16(convert)
     image = np.random.default_rng(4).integers(0, 256, (1, 16, 16, 3), np.uint8)
     (tmp_path / "conv.rknnrt").write_bytes(model)
     (tmp_path / "image.u8").write_bytes(image.tobytes())
