@@ -10,8 +10,8 @@ import pytest
 
 import rknnrt as rk
 from rknnrt.model.vendor_rknn import board_rules, fileformat
-
 from tests.conftest import init_context
+
 from .vendor_data import REPORTED, STEMS, UNSUPPORTED, model_bytes
 
 _TYPES = {"int8": rk.RKNN_TENSOR_INT8, "float16": rk.RKNN_TENSOR_FLOAT16}
