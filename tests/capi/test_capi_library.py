@@ -201,6 +201,7 @@ def test_error_paths_return_codes_with_one_line_each(programs, files):
     assert any("rknn_create_mem_from_mb_blk: not supported" in e for e in errors)
 
 
+@pytest.mark.slow  # a C++ build and a host; test_headers_compile_as_strict_c99 is the fast one
 def test_cxx_translation_unit(programs, files):
     done = programs.run("cxx_unit.cpp", files["model"])
     assert re.search(r"cxx io 1 1 output probs n_elems 10 sum 1\.0000 C C", done.stdout), (
@@ -236,6 +237,7 @@ def test_headers_compile_as_strict_c99(tmp_path, sdk):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow  # a dlopen host process; the fast suite loads the library in-process
 def test_dlopen_rtld_local_host(programs, sdk, files):
     programs.build("dlopen_host.c", link=False)
     done = programs.run("dlopen_host.c", sdk / "lib/librknnrt.so", files["model"])
@@ -413,6 +415,7 @@ def test_installed_package_in_another_environment(tmp_path, files):
     assert mark.read_text() == f"{venv} {venv}/bin/python"
 
 
+@pytest.mark.slow  # C host processes; test_error_paths_return_codes_with_one_line_each is fast
 def test_four_threads_racing_the_first_call(programs, files):
     for _ in range(2):
         done = programs.run("first_call_race.c", files["model"])

@@ -112,6 +112,7 @@ def test_three_init_flag_examples(programs, files, floats, default_model_bytes):
     np.testing.assert_allclose(got["zero_copy_model"], expected, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.slow  # a C host process; tests/device/test_threads.py is the fast check
 def test_dup_context_in_four_threads(programs, files, floats, default_model_bytes):
     done = programs.run("threads.c", files["model"], files["image"], 4, 3, RKNNRT_NUM_THREADS="1")
     assert "identical 1" in done.stdout and "ALL OK" in done.stdout
@@ -120,6 +121,7 @@ def test_dup_context_in_four_threads(programs, files, floats, default_model_byte
     )
 
 
+@pytest.mark.slow  # a C host process; tests/device/test_async_runs.py is fast
 def test_non_blocking_run_wait_and_async_mask(programs, files, floats, default_model_bytes):
     done = programs.run("async.c", files["model"], files["image"])
     assert "ALL OK" in done.stdout, done.stderr
@@ -170,6 +172,7 @@ def conv4d_float16(convert) -> bytes:
                    float_dtype="float16")  # fmt: skip
 
 
+@pytest.mark.slow  # a model conversion and a C host process
 def test_native_output_layouts_and_pass_through(programs, convert, tmp_path, floats):
     """A float16 model with a 4-D output of 20 channels (C2 = 8 pads it to 24): NC1HWC2 and
     NHWC float16 outputs, unpacked in C, and NCHW float32 all equal the Python general API."""
@@ -190,6 +193,7 @@ def test_native_output_layouts_and_pass_through(programs, convert, tmp_path, flo
     np.testing.assert_allclose(got["pass_through"], expected, rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.slow  # an int8 conversion and a C host process
 def test_int8_model_input_types(programs, files, floats, default_onnx, tmp_path):
     from rknnrt.toolkit import RKNN
     from rknnrt.toolkit.samples import default_input

@@ -86,6 +86,7 @@ def test_without_reference_only_predictions(eval_dir: dict[str, Any]) -> None:
     assert result.report["outputs"] == {} and result.report["agreement"] is None
 
 
+@pytest.mark.slow  # two worker processes; the larger-pool test below is the fast pool check
 def test_pool_gives_the_same_report(eval_dir: dict[str, Any]) -> None:
     args = (eval_dir["models"]["int8"], eval_dir["data"])
     kwargs = {"reference": eval_dir["onnx"], "labels": eval_dir["labels"], "progress": False}

@@ -106,8 +106,8 @@ def _fuzz(models: dict[str, bytes], tmp_path: Path, cases: int, workers: int) ->
 
 
 def test_fuzz_smoke(three_models, tmp_path) -> None:
-    tally = _fuzz(three_models, tmp_path, cases=50, workers=1)
-    assert tally["refused"] > 25
+    tally = _fuzz(three_models, tmp_path, cases=30, workers=1)
+    assert tally["refused"] > 15
 
 
 @pytest.mark.slow

@@ -213,6 +213,7 @@ def test_render_flags_overlaps_and_idle_ops() -> None:
 # --- scale ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a scale check; the property tests cover the same planner
 def test_greedy_2000_buffers() -> None:
     rng = random.Random(1234)
     reqs = []
@@ -258,7 +259,7 @@ def _op_range(reqs: list[BufferReq]) -> range:
     return range(max((r.last_use for r in reqs), default=-1) + 1)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(requests())
 def test_property_greedy_valid_and_bounded(reqs: list[BufferReq]) -> None:
     plan = plan_greedy(reqs)
@@ -278,7 +279,7 @@ def test_property_greedy_valid_and_bounded(reqs: list[BufferReq]) -> None:
     assert len(render(reqs, plan).splitlines()) == len(_op_range(reqs))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(requests(uniform_align=True))
 def test_property_uniform_align_beats_linear(reqs: list[BufferReq]) -> None:
     # With one alignment and sizes that are multiples of it there is no padding, so
@@ -291,7 +292,7 @@ def test_property_uniform_align_beats_linear(reqs: list[BufferReq]) -> None:
     assert peak <= greedy.total <= linear.total == sum(r.size for r in reqs)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(requests())
 def test_property_linear_valid(reqs: list[BufferReq]) -> None:
     plan = plan_linear(reqs)

@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import ctypes
 import re
+from collections.abc import Iterator
 
 import pytest
 
 import rknnrt as rk
 from rknnrt.model.vendor_rknn import board_rules, fileformat
+from tests.conftest import init_context
 
 from .vendor_data import REPORTED, STEMS, UNSUPPORTED, model_bytes
 
 _TYPES = {"int8": rk.RKNN_TENSOR_INT8, "float16": rk.RKNN_TENSOR_FLOAT16}
 _FMTS = {"NHWC": rk.RKNN_TENSOR_NHWC, "NCHW": rk.RKNN_TENSOR_NCHW,
          "NC1HWC2": rk.RKNN_TENSOR_NC1HWC2, "UNDEFINED": rk.RKNN_TENSOR_UNDEFINED}  # fmt: skip
+
+
+@pytest.fixture(scope="module", params=[s for s in STEMS if s not in UNSUPPORTED])
+def stem_ctx(request, capi) -> Iterator[tuple[str, rk.rknn_context]]:
+    """One context per fixture file, shared by the query tests (queries change nothing);
+    pytest groups the tests by file, so one context is alive at a time."""
+    ctx = init_context(capi, model_bytes(request.param))
+    yield request.param, ctx
+    assert rk.rknn_destroy(ctx) == rk.RKNN_SUCC
 
 
 def _query_attr(ctx: rk.rknn_context, cmd: int, index: int) -> rk.rknn_tensor_attr:
@@ -33,10 +44,9 @@ def _shape(text: str) -> list[int]:
     return [int(v) for v in text.strip("()").split(",")]
 
 
-@pytest.mark.parametrize("stem", [s for s in STEMS if s not in UNSUPPORTED])
-def test_queries_equal_the_toolkit_report(stem: str, make_ctx) -> None:
+def test_queries_equal_the_toolkit_report(stem_ctx: tuple[str, rk.rknn_context]) -> None:
+    stem, ctx = stem_ctx
     rep = REPORTED[stem]
-    ctx = make_ctx(model_bytes(stem))
     io_num = rk.rknn_input_output_num()
     assert rk.rknn_query(ctx, rk.RKNN_QUERY_IN_OUT_NUM, io_num, ctypes.sizeof(io_num)) == 0
     assert (io_num.n_input, io_num.n_output) == (len(rep["inputs"]), len(rep["outputs"]))
@@ -91,14 +101,14 @@ def _check_quant(attr: rk.rknn_tensor_attr, quant: dict | None) -> None:
     assert attr.scale == pytest.approx(quant["scale"], rel=1e-6)
 
 
-@pytest.mark.parametrize("stem", [s for s in STEMS if s not in UNSUPPORTED])
-def test_native_attrs_equal_the_files_stored_values(stem: str, make_ctx) -> None:
+def test_native_attrs_equal_the_files_stored_values(
+    stem_ctx: tuple[str, rk.rknn_context],
+) -> None:
     """rknnrt's platform rules and the rules inferred from the file's own fields (width
     alignment, stored C2; board_rules.py) give the same native attributes, and the data fits
     the file's allocation."""
-    data = model_bytes(stem)
-    vendor = fileformat.parse(memoryview(data))
-    ctx = make_ctx(data)
+    stem, ctx = stem_ctx
+    vendor = fileformat.parse(memoryview(model_bytes(stem)))
     sides = (
         (True, vendor.inputs, rk.RKNN_QUERY_NATIVE_INPUT_ATTR),
         (False, vendor.outputs, rk.RKNN_QUERY_NATIVE_OUTPUT_ATTR),
