@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import int8_kernels
+from . import int8_kernels, shared_weights
 from .policies import Policy, open_session, session_options
 
 # Operators through which onnxruntime reaches its u8s8 kernels (its QDQ fusion included).
@@ -28,12 +28,33 @@ def uses_integer_kernels(model: Any) -> bool:
 
 def create(model: Any, policy: Policy, **settings: Any) -> Any:
     """A session of `model` (bytes, a path or a ModelProto) under `policy`; `settings` as for
-    `options_for`."""
+    `options_for`. Where the exact int8 kernels apply, a weight's quantised constant shared by
+    several consumers is first copied per consumer (shared_weights.py: onnxruntime refuses it)."""
     import onnx
 
+    proto = model if isinstance(model, onnx.ModelProto) else None
+    if policy.exact_int8 and isinstance(model, (bytes, bytearray, memoryview)):
+        proto = onnx.load_model_from_string(bytes(model))
+    given = settings.get("initializers")
+    if (proto is not None and _exact(proto, policy)
+            and shared_weights.is_shared(proto, given[0] if given else [])):  # fmt: skip
+        untied = onnx.ModelProto()
+        untied.CopyFrom(proto)
+        given = shared_weights.untie(untied, given)
+        proto, model = untied, untied
+        if given is not None:
+            settings = {**settings, "initializers": given}
+    options = options_for(proto if proto is not None else model, policy, **settings)
     if isinstance(model, onnx.ModelProto):
         model = model.SerializeToString()
-    return open_session(model, options_for(model, policy, **settings))
+    return open_session(model, options)
+
+
+def _exact(model: Any, policy: Policy) -> bool:
+    """Whether `policy` gives `model` the exact int8 kernels (the probe runs only for a graph
+    with an integer operator)."""
+    return (policy.exact_int8 and uses_integer_kernels(model)
+            and not int8_kernels.fast_kernels_exact())  # fmt: skip
 
 
 def options_for(
@@ -59,9 +80,7 @@ def options_for(
     `files_in_memory`: (names, buffers, sizes) of the graph's external-data files, in memory."""
     import onnxruntime as ort
 
-    exact = (policy.exact_int8 and uses_integer_kernels(model)
-             and not int8_kernels.fast_kernels_exact())  # fmt: skip
-    options = session_options(policy, threads, exact)
+    options = session_options(policy, threads, _exact(model, policy))
     if optimise is not None:
         options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimise
                                             else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)

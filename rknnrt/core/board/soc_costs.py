@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import ceil, prod
 
+from .. import platforms
 from .layers import Layer
 
 # Ops the vendor splits over the cores of a multi-core mask (facts §5.10; DepthwiseConvolution
@@ -36,10 +37,10 @@ SPLITTABLE = ("Conv", "Add", "Concat", "Relu", "Clip", "ThresholdedRelu", "PRelu
 
 @dataclass(frozen=True)
 class Board:
-    """One SoC's NPU as the latency model sees it (sources: docs/performance.md, table 1)."""
+    """One SoC's NPU as the latency model sees it (sources: docs/performance.md, table 1): the
+    fitted numbers; the core count and the NC1HWC2 block are the platform's (core/platforms.py)."""
 
     name: str
-    cores: int
     macs_per_cycle: int  # int8 MACs per cycle per core (vendor log cycles; TRM for RK3588)
     dw_lanes: int  # depthwise channels per cycle (vendor log cycles)
     ddr_bytes_per_cycle: float  # vendor log DDR cycles
@@ -52,10 +53,18 @@ class Board:
     cpu_us: float = 30.0  # CPU-fallback ops: fixed cost (runtime hand-over)
     split_eff: float = 0.25  # multi-core: each extra core adds this share of one core
     sync_us: float = 8.0  # multi-core: extra fixed cost per split layer and extra core
-    c2_int8: int = 16  # channels per NC1HWC2 block (memory layout)
     cout_align: int = 32  # output channels a dense Conv computes at once (vendor log cycles)
     tile_bytes: int | None = 4096  # Conv kernel limit per output channel (board_layers)
     calibrated: bool = True
+
+    @property
+    def cores(self) -> int:
+        return platforms.get(self.name).npu_cores
+
+    @property
+    def c2_int8(self) -> int:
+        """Channels per int8 NC1HWC2 block (memory layout)."""
+        return platforms.get(self.name).c2_for("int8")
 
 
 # Fitted values: benchmarks/board_estimate.py --fit (least squares on log FPS, five models).
@@ -64,17 +73,17 @@ class Board:
 BOARDS: dict[str, Board] = {
     b.name: b
     for b in (
-        Board("rk3588", 3, 1024, 64, 23.6, 1000, 0.62, 13.5, 0.0, 150.0, 4.0, 30.0),
-        Board("rk3576", 2, 1024, 64, 7.46, 1000, 0.76, 10.0, 0.0, 150.0, 3.0, 40.0,
+        Board("rk3588", 1024, 64, 23.6, 1000, 0.62, 13.5, 0.0, 150.0, 4.0, 30.0),
+        Board("rk3576", 1024, 64, 7.46, 1000, 0.76, 10.0, 0.0, 150.0, 3.0, 40.0,
               tile_bytes=None),
-        Board("rk3566", 1, 512, 32, 6.57, 1000, 0.42, 12.5, 2.0, 150.0, 1.5, 60.0, c2_int8=8,
+        Board("rk3566", 512, 32, 6.57, 1000, 0.42, 12.5, 2.0, 150.0, 1.5, 60.0,
               cout_align=16, tile_bytes=None),
-        Board("rk3562", 1, 512, 64, 7.46, 1000, 0.60, 8.5, 0.0, 150.0, 1.5, 60.0,
+        Board("rk3562", 512, 64, 7.46, 1000, 0.60, 8.5, 0.0, 150.0, 1.5, 60.0,
               tile_bytes=None, cout_align=16),
         # Not calibrated (no published figures): the nearest calibrated NPU's efficiency.
-        Board("rv1126b", 1, 1024, 64, 7.46, 1000, 0.62, 8.0, 0.0, 150.0, 1.2, 70.0,
+        Board("rv1126b", 1024, 64, 7.46, 1000, 0.62, 8.0, 0.0, 150.0, 1.2, 70.0,
               tile_bytes=None, calibrated=False),
-        Board("rv1106", 1, 256, 32, 6.57, 1000, 0.42, 3.5, 0.0, 150.0, 0.5, 120.0,
+        Board("rv1106", 256, 32, 6.57, 1000, 0.42, 3.5, 0.0, 150.0, 0.5, 120.0,
               tile_bytes=None, cout_align=16, calibrated=False),
     )
 }  # fmt: skip
