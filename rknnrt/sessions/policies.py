@@ -19,7 +19,9 @@ compute every named tensor as the graph states it, so they run unoptimised):
 
 Fallback is always off (`enable_fallback=0`): onnxruntime's Python layer would otherwise print
 "EP Error" lines to stdout and retry the same provider when a session fails to build. onnxruntime's
-own warnings are never printed (severity 3): they are not the runtime's to print.
+own log lines are never printed (severity 4, fatal only): its warnings are not the runtime's to
+print, and its errors reach the caller as exceptions, which the runtime reports in one `E` line
+of its own (at severity 3 a failing session build or run printed onnxruntime's line as well).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def session_options(policy: Policy, threads: int | None, exact_int8: bool) -> An
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options.log_severity_level = 4
     count = policy.threads if policy.threads is not None else threads
     if count:
         options.intra_op_num_threads = count

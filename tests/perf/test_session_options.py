@@ -52,3 +52,26 @@ def test_one_module_opens_sessions() -> None:
     openers = sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
                      if "InferenceSession(" in p.read_text() or "SessionOptions(" in p.read_text())
     assert openers == ["sessions/policies.py"]
+
+
+def test_a_failing_run_prints_nothing_of_onnxruntimes_own(capfd) -> None:
+    """onnxruntime's errors reach the caller as exceptions (the runtime reports them in one E
+    line of its own); at severity 3 its own "[E:onnxruntime:...]" line went to stderr too."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None]),
+         helper.make_tensor_value_info("shape", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    for policy in (policies.PROGRAM, policies.HELPER, policies.REFERENCE):
+        session = factory.create(model, policy)
+        feeds = {"x": np.ones(6, np.float32), "shape": np.array([5], np.int64)}
+        try:
+            session.run(None, feeds)
+        except Exception as exc:  # onnxruntime's own exception type
+            assert "Reshape" in str(exc) or "shape" in str(exc).lower()
+        else:
+            raise AssertionError("a 6-element tensor reshaped to 5 ran")
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""
