@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import device_of, get_output, run_ext, set_input
+from .conftest import device_of, get_output, run_ext, set_input
 
 import rknnrt as rk
 from rknnrt.core import registry

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import set_input
+from .conftest import set_input
 
 import rknnrt as rk
 from rknnrt.core import registry
