@@ -9,10 +9,11 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import device_of, get_output, run_ext, set_input
 
 import rknnrt as rk
 from rknnrt.core import registry
+
+from .conftest import device_of, get_output, run_ext, set_input
 
 
 @pytest.fixture

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import device_of, get_output, run_ext, set_input
 
 import rknnrt as rk
 from rknnrt.core import registry
 from rknnrt.core.device import Device, cores_for
+
+from .conftest import device_of, get_output, run_ext, set_input
 
 
 @pytest.mark.parametrize(

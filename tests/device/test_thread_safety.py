@@ -9,11 +9,12 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import set_input
 
 import rknnrt as rk
 from rknnrt.core import registry
 from rknnrt.core.errors import RknnError
+
+from .conftest import set_input
 
 THREADS = 8
 CALLS_PER_THREAD = 130  # 8 x 130 = 1,040 concurrent dup/query calls

@@ -5,10 +5,11 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from conftest import N_IMAGES, device_of, get_output, set_input
 
 import rknnrt as rk
 from rknnrt.core import registry
+
+from .conftest import N_IMAGES, device_of, get_output, set_input
 
 THREADS = 8
 RUNS = 200
