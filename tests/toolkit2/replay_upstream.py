@@ -279,17 +279,19 @@ def main() -> int:
                         default="/work/.mirror/airockchip+rknn-toolkit2/repo")  # fmt: skip
     parser.add_argument("--zoo", default="/work/.mirror/airockchip+rknn_model_zoo/repo",
                         help="a clone of airockchip/rknn_model_zoo ('' to skip)")
-    parser.add_argument("--only", help="run the examples whose folder contains this")
+    parser.add_argument("--only", help="run the examples whose folder contains one of these "
+                        "comma-separated names")  # fmt: skip
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--tail", type=int, default=4, help="output lines shown per script")
     args = parser.parse_args()
+    wanted = args.only.split(",") if args.only else None
     for folder, (script, subs) in EXAMPLES.items():
-        if args.only and args.only not in folder:
+        if wanted and not any(name in folder for name in wanted):
             continue
         steps = [(".", [s]) for s in (script if isinstance(script, tuple) else (script,))]
         _report(folder, replay(args.git_dir, folder, subs, steps, args.timeout, tail=args.tail))
     for folder, (tops, subs, steps) in ZOO.items() if args.zoo else ():
-        if args.only and args.only not in folder:
+        if wanted and not any(name in folder for name in wanted):
             continue
         outcomes = replay(args.zoo, folder, subs, steps, args.timeout, tops, args.tail)
         _report(f"model zoo {folder}", outcomes)
