@@ -137,7 +137,8 @@ def set_inputs(
             raise ConversionError(
                 f"input '{name}' has a dynamic or unknown shape "
                 f"{[d.dim_param or d.dim_value for d in dims]}; give its size with "
-                "load_onnx(inputs=[...], input_size_list=[[...]])"
+                "load_onnx(inputs=[...], input_size_list=[[...]]), or the shapes it runs at "
+                "with config(dynamic_input=[[[...]], ...])"
             )
     unused = [n for n in inputs if n not in names]
     if unused:

@@ -65,6 +65,8 @@ def test_dynamic_input_needs_a_size() -> None:
     rknn = RKNN()
     assert rknn.load_onnx(_two_io_model()) == -1
     assert "input 'x' has a dynamic or unknown shape" in rknn.last_error
+    # both ways out are named, as the vendor's message names them
+    assert "input_size_list=" in rknn.last_error and "config(dynamic_input=" in rknn.last_error
     assert rknn.load_onnx(_two_io_model(), inputs=["x", "y"], input_size_list=[[1, 4]]) == -1
     assert "1 shapes for 2 inputs" in rknn.last_error
 

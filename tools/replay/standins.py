@@ -150,15 +150,18 @@ def retinaface(size: int = 320) -> onnx.ModelProto:
                    [("output0", [1, n, 4]), ("572", [1, n, 2]), ("571", [1, n, 10])])  # fmt: skip
 
 
-def ppocr_det(size: int = 480) -> onnx.ModelProto:
+def ppocr_det(size: int = 480, mean: tuple = (0.0, 0.0, 0.0), std: tuple = (1.0, 1.0, 1.0)
+              ) -> onnx.ModelProto:  # fmt: skip
     """DBNet-like: a 1x1xHxW sigmoid probability map at the input's resolution. Random weights
-    would give no text regions, so this one marks dark pixels (input scaled to 0..1 by the
-    converter's mean/std): sigmoid(12 * (0.45 - grey)), dilated by a 5x5 max pool so that the
-    characters of a word join, as DB's shrunk text kernels do."""
+    would give no text regions, so this one marks dark pixels: sigmoid(12 * (0.45 - grey)) on the
+    0..1 grey level, dilated by a 5x5 max pool so that the characters of a word join, as DB's
+    shrunk text kernels do. The model sees (pixel/255 - mean) / std (mean, std per channel in
+    0..1 units: the converter's mean_values/std_values divided by 255), so the 1x1 convolution
+    undoes that first: grey = sum_c (x_c * std_c + mean_c) / 3."""
     g = Graph(480)
-    w = np.full((1, 3, 1, 1), -12.0 / 3, np.float32)
-    x = g.op("Conv", ["x", g.const(w), g.const(np.array([12 * 0.45], np.float32), "b")],
-             kernel_shape=[1, 1])  # fmt: skip
+    w = np.array([-4.0 * s for s in std], np.float32).reshape(1, 3, 1, 1)
+    b = np.array([12 * 0.45 - 4.0 * sum(mean)], np.float32)
+    x = g.op("Conv", ["x", g.const(w), g.const(b, "b")], kernel_shape=[1, 1])
     x = g.op("MaxPool", [x], kernel_shape=[5, 5], pads=[2, 2, 2, 2], strides=[1, 1])
     g.op("Sigmoid", [x], "sigmoid_0.tmp_0")
     return g.model([("x", [1, 3, size, size])], [("sigmoid_0.tmp_0", [1, 1, size, size])])
