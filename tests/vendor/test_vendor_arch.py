@@ -22,8 +22,6 @@ PLATFORMS = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")
 REFUSED: dict[str, str] = {
     **{f"mbv3_{p}_i8": "int8 op ConvHardSwish" for p in PLATFORMS},
     **{f"hsig_{p}_i8": "int8 op ConvHardSigmoid" for p in PLATFORMS},
-    **{f"clip_{p}_i8": "int8 ConvClip" for p in PLATFORMS},
-    **{f"clip_{p}_fp16": "bounds of ConvClip" for p in ("rk3588", "rk3566", "rk3562")},
     **{f"transformer_{p}_i8": "int8 op ConvExGelu" for p in ("rk3588", "rk3566", "rk3562")},
     # (int8 keeps the attention scale elsewhere on rk3576/rv1126b: refused before ConvExGelu)
     **{f"transformer_{p}_i8": "scale of exSDPAttention" for p in ("rk3576", "rv1126b")},
