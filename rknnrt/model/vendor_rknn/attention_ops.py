@@ -3,10 +3,15 @@
 exSDPAttention's three inputs are Q, K and V, each [heads, head dim, 1, tokens] (the compiler
 keeps a transformer's features on the channels and its tokens on the width). The scale s is not an
 attribute: rk3588/rk3562 program it as float16 in bits 31:16 of register 0x4068 of the op's
-tasks (the one non-zero value they write there), rk3576/rv1126b as float16 word 0 of the
+tasks (the one non-zero value they write there; in int8 files a multiplier in bits 31:16 over
+2^(bits 13:8)), rk3576/rv1126b as float16 word 0 of the
 constant `<output>_qk_conv_mul_add_output_BNcfgTensor` (inferred from toolkit 2.5.0 builds
-with s = 1/4 and 0.3). Where 1/sqrt(head dim)
-rounds to the stored float16, that exact value is used (the usual scale).
+with s = 1/4 and 0.3). int8 files of rk3576/rv1126b keep it as a multiplier and shift instead:
+u16 word 0 of `<output>_qk_conv_mul_add_output_BnCfg_BNcfgTensor` over 2^(word 8's low byte)
+(word 8 repeats the shift in its high byte). For s = 1 no format programs a scale (builds with
+s in {0.05, 0.125, 0.25, 1/sqrt(8), 0.3, 0.7, 1, 2.5}, int8 on all four, s = 1 in float16 on
+rk3588 and rk3576). Where 1/sqrt(head dim) rounds to the
+stored value, that exact value is used (the usual scale).
 """
 
 from __future__ import annotations
@@ -21,26 +26,55 @@ from .graph import GraphBuilder, operands, output
 OPS = OpTable()
 SCALE_REG = {"RKNPU v2": 0x4068, "RKNPU t4": 0x4068}
 SCALE_CFG_SUFFIX = "_qk_conv_mul_add_output_BNcfgTensor"
+SCALE_INT8_SUFFIX = "_qk_conv_mul_add_output_BnCfg_BNcfgTensor"
+SCALE_INT8_SHIFT_WORD = 8
+# the Q K^T step's constant, in every build: with it, no scale programmed means s = 1
+QK_SUFFIX = "_qk_conv_mul_add_output_rs_weight"
 SCALE_CFG_FORMATS = ("RKNPU f2", "RKNPU f3")
 
 
+def _const_words(b: GraphBuilder, name: str) -> np.ndarray | None:
+    cfg = next((t for t in b.m.tensors if t.name == name), None)
+    if cfg is None or cfg.kind not in CONST_KINDS:
+        return None
+    raw = bytes(b.m.data(cfg))
+    return np.frombuffer(raw, "<u2", len(raw) // 2)
+
+
+def _snap(multiplier: int, shift: int, usual: float) -> float:
+    """multiplier / 2^shift, or the usual 1/sqrt(head dim) where it rounds to that."""
+    step = 2.0**-shift
+    scale = multiplier * step
+    return usual if abs(usual - scale) <= step / 2 else scale
+
+
 def _scale(b: GraphBuilder, n: Node, head_dim: int) -> float:
-    fmt = b.m.npu_format
-    half = None
+    fmt, name = b.m.npu_format, output(b, n).name
+    usual = head_dim**-0.5
+    unity = any(t.name == name + QK_SUFFIX for t in b.m.tensors)
+    scale = None
     if fmt in SCALE_REG:
-        written = {v >> 16 for v in b.registers().register_values(n, SCALE_REG[fmt])} - {0}
-        half = written.pop() if len(written) == 1 else None
+        written = b.registers().register_values(n, SCALE_REG[fmt]) - {0}
+        if not written and unity:
+            return 1.0
+        value = written.pop() if len(written) == 1 else 0
+        if b.quantized and value >> 16:  # multiplier in bits 31:16, shift in bits 13:8
+            return _snap(value >> 16, (value >> 8) & 0x3F, usual)
+        scale = float(np.array(value >> 16, np.uint16).view(np.float16)) if value else None
     elif fmt in SCALE_CFG_FORMATS:
-        name = output(b, n).name + SCALE_CFG_SUFFIX
-        cfg = next((t for t in b.m.tensors if t.name == name), None)
-        raw = bytes(b.m.data(cfg)) if cfg is not None else b""
-        half = int(np.frombuffer(raw, "<u2", 1)[0]) if len(raw) >= 2 else None
-    scale = float(np.array(half or 0, np.uint16).view(np.float16))
-    if not (np.isfinite(scale) and scale > 0):
+        words = _const_words(b, name + (SCALE_INT8_SUFFIX if b.quantized else SCALE_CFG_SUFFIX))
+        if words is None and unity:
+            return 1.0
+        if b.quantized and words is not None and words.size > SCALE_INT8_SHIFT_WORD:
+            shift = int(words[SCALE_INT8_SHIFT_WORD]) & 0xFF
+            if int(words[SCALE_INT8_SHIFT_WORD]) >> 8 == shift and words[0]:
+                return _snap(int(words[0]), shift, usual)
+        elif not b.quantized and words is not None and words.size:
+            scale = float(np.array(words[0], np.uint16).view(np.float16))
+    if scale is None or not (np.isfinite(scale) and scale > 0):
         raise VendorFormatError(
             f"vendor .rknn model: the scale of exSDPAttention '{n.name}' ({fmt}) is not decoded"
         )
-    usual = head_dim**-0.5
     return usual if float(np.float16(usual)) == scale else scale
 
 

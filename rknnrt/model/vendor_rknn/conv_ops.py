@@ -40,14 +40,21 @@ FUSIONS: dict[str, tuple[str, ...]] = {
     "ConvHardSigmoid": ("HardSigmoid",),
     "ConvExGelu": ("ExGelu",),
 }
-# Where a float16 ConvClip keeps its bounds (float32 register values; inferred from toolkit
-# 2.5.0 builds of Clip(0, 6) and Clip(-1.5, 2.5)): rk3588/rk3566 shift the input by -lo
-# (0x4064, and 0x4090.. hold lo) and clip at hi - lo (0x406c), rk3562 likewise with 0x4040 and
-# 0x4078 (only lo = 0 is decoded in the shifted form); rk3576/rv1126b hold lo and hi (0x4074,
-# 0x4078).
-CLIP_SHIFTED = {"RKNPU v2": (0x4064, 0x406C), "RKNPU lite": (0x4064, 0x406C),
-                "RKNPU t4": (0x4040, 0x4078)}  # fmt: skip
-CLIP_BOUNDS = {"RKNPU f2": (0x4074, 0x4078), "RKNPU f3": (0x4074, 0x4078)}
+# Where a fused Clip keeps its bounds (inferred from toolkit 2.5.0 builds of Clip(lo, hi) with
+# lo in {0, -1.5, 0.5, -3, -2, -0.25}, docs/vendor-rknn.md). rk3588/rk3566/rk3562 shift the
+# conv's output by -lo, clamp it to [0, hi - lo] and add lo back; rk3576/rv1126b clamp to
+# [lo, hi] (float16) or, in int8, shift, clamp to [0, hi - lo] and add lo back. float16 values
+# are float32 register values; int8 values are int32 in units of the output conversion's input
+# (OUT_CVT scale / 2^shift x the output scale). Per NPU format and dtype: (shift -lo, lo added
+# back, span hi - lo) or, for the float16 [lo, hi] form, (None, lo, hi).
+CLIP_REGS: dict[tuple[str, bool], tuple[int | None, int, int]] = {
+    ("RKNPU v2", False): (0x4064, 0x4090, 0x406C), ("RKNPU lite", False): (0x4064, 0x4090, 0x406C),
+    ("RKNPU t4", False): (0x4040, 0x4064, 0x4078),
+    ("RKNPU f2", False): (None, 0x4074, 0x4078), ("RKNPU f3", False): (None, 0x4074, 0x4078),
+    ("RKNPU v2", True): (0x4064, 0x4090, 0x406C), ("RKNPU lite", True): (0x4064, 0x4090, 0x406C),
+    ("RKNPU t4", True): (0x4064, 0x4090, 0x4078),
+    ("RKNPU f2", True): (None, 0x4090, 0x4078), ("RKNPU f3", True): (None, 0x4090, 0x4078),
+}  # fmt: skip
 OPS = OpTable()
 
 
@@ -150,33 +157,53 @@ def _float_reg(regs: dict[int, int], reg: int) -> float:
     return float(np.array(regs.get(reg, 0), np.uint32).view(np.float32))
 
 
-def _clip(b: GraphBuilder, n: Node, y: str) -> str:
-    """A fused Clip. int8: the output's quantisation range starts at the lower bound 0 and
-    the calibrated range lies inside the bounds, so saturation clips (a Relu, then rounding to
-    the output's type). float16: the bounds from the op's registers."""
-    out = b.m.tensors[n.outputs[0]]
-    if b.quantized:
-        if out.zp[:1] != [-128]:
-            raise VendorFormatError(
-                f"vendor .rknn model: int8 ConvClip '{n.name}' with a lower bound other than 0 "
-                "is not supported"
-            )
-        return b.add("Relu", [y], "relu")
+def _int_reg(regs: dict[int, int], reg: int) -> int:
+    return int(np.array(regs.get(reg, 0), np.uint32).view(np.int32))
+
+
+def clip_bounds(b: GraphBuilder, n: Node) -> tuple[float, float]:
+    """The (lo, hi) of a fused Clip, in real values (CLIP_REGS)."""
+    fmt, quantized = b.m.npu_format, b.quantized
     regs = b.registers().first_task(n)
-    fmt = b.m.npu_format
-    if fmt in CLIP_SHIFTED and regs is not None:
-        shift_reg, span_reg = CLIP_SHIFTED[fmt]
-        lo, hi = -_float_reg(regs, shift_reg), _float_reg(regs, span_reg)
-        if lo != 0:  # (the shifted form's other registers are not decoded)
-            hi = float("nan")
-    elif fmt in CLIP_BOUNDS and regs is not None:
-        lo, hi = (_float_reg(regs, r) for r in CLIP_BOUNDS[fmt])
-    else:
-        lo = hi = float("nan")
+    where = CLIP_REGS.get((fmt, quantized))
+    lo = hi = float("nan")
+    if regs is not None and where is not None and all(r in regs for r in where if r):
+        shift, lo_reg, span_reg = where
+        read = _int_reg if quantized else _float_reg
+        lo, span = float(read(regs, lo_reg)), float(read(regs, span_reg))
+        if shift is not None and -read(regs, shift) != lo:
+            lo = float("nan")  # (the shift and the value added back disagree)
+        if quantized:  # each register holds its value to about one unit
+            _, scale, cvt_shift = b.regs.out_cvt(n)
+            out = b.m.tensors[n.outputs[0]]
+            unit = scale / 2.0**cvt_shift * float(out.scale[0]) if out.scale else float("nan")
+            lo, span = (_shortest(v * unit, unit) for v in (lo, span))
+        hi = span if shift is None and not quantized else lo + span
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise VendorFormatError(
             f"vendor .rknn model: the bounds of ConvClip '{n.name}' ({fmt}) are not decoded"
         )
+    return float(np.float32(lo)), float(np.float32(hi))
+
+
+def _shortest(value: float, tolerance: float) -> float:
+    """The decimal with the fewest significant digits within `tolerance` of `value`: the
+    bound the user wrote, of which an int8 register keeps about the nearest unit. The vendor's
+    simulator clips at that bound, and a scale calibrated on the clipped range often puts it
+    on a rounding tie of the output (Clip(0.5, 3): 0.5 / (3 / 255) = 42.5)."""
+    if not np.isfinite(value) or not tolerance > 0:
+        return value
+    for digits in range(1, 8):
+        candidate = float(f"{value:.{digits}g}")
+        if abs(candidate - value) <= tolerance:
+            return candidate
+    return value
+
+
+def _clip(b: GraphBuilder, n: Node, y: str) -> str:
+    """A fused Clip with the bounds its registers hold (in int8 before the output's own
+    rounding and saturation)."""
+    lo, hi = clip_bounds(b, n)
     bounds = [b.const(np.array(v, np.float32), "clip") for v in (lo, hi)]
     return b.add("Clip", [y, *bounds], "clip")
 

@@ -1,0 +1,101 @@
+"""Per-layer agreement of the int8 vendor fixtures with the vendor's simulator (issue 24, item
+4): each op of the rebuilt program fed the simulator's own int8 inputs, and the elements that
+differ although rknnrt's value lies more than 0.02 steps from a rounding tie counted
+(tools/vendor_diff/vendor_file.py; the simulator's values in tests/vendor/fixtures_arch/layers,
+made by tools/vendor_diff/arch_layers.py in the vendor's environment)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rknnrt.model.errors import VendorFormatError
+from tools.vendor_diff import vendor_file
+
+from .test_vendor_arch import ARCH, PLATFORMS
+
+LAYERS = ARCH / "layers"
+STEMS = [s for s in sorted(json.loads((ARCH / "reported.json").read_text()))
+         if s.endswith("_i8") and vendor_file.layer_path(LAYERS, s) is not None]  # fmt: skip
+_3576 = ("rk3576", "rv1126b")
+_NOT_3562 = ("rk3588", "rk3566", "rk3576", "rv1126b")
+# Rules not matched yet (docs/vendor-rknn.md, "Per-layer agreement"): (stem, op) -> the
+# recorded count of elements that are not ties. A fix lowers it (the test still passes).
+KNOWN: dict[tuple[str, str], int] = {
+    # the simulator rounds the conv to its own scale, then to the Concat's; rk3576 writes the
+    # Concat's grid straight away and stores no other scale
+    **{(f"densenet_{p}_i8", "Concat:concat13"): 305 for p in _3576},
+    # ConvExSwish (lookup table; depthwise conv8 and conv32 the most)
+    **{(f"effnet_{p}_i8", op): n for p in _NOT_3562
+       for op, n in (("Conv:conv3", 24), ("Conv:conv8", 872), ("Conv:conv14", 1),
+                     ("Conv:conv27", 9), ("Conv:conv32", 774))},
+    **{(f"yoloneck_{p}_i8", op): n for p in _NOT_3562
+       for op, n in (("Conv:conv3", 28), ("Conv:conv8", 7))},
+    # int8 LayerNorm, attention and GELU on rk3576 (the others stop at ConvExGelu)
+    ("transformer_rk3576_i8", "exNorm:layernormalization3#1"): 8,
+    ("transformer_rk3576_i8", "exNorm:layernormalization41#1"): 11,
+    ("transformer_rk3576_i8", "exSDPAttention:matmul30_2sdpa"): 61,
+    ("transformer_rk3576_i8", "exGelu:mul53_2gelu"): 168,
+}  # fmt: skip
+# ops whose output the simulator does not round with the file's parameters (not compared)
+NOT_COMPARED = {**{f"densenet_{p}_i8": 1 for p in _3576}, "transformer_rk3576_i8": 1}
+FAST = ["clip_rk3588_i8", "mbv2_rk3576_i8", "densenet_rk3576_i8", "stem_rk3562_i8",
+        "argmax_rv1126b_i8", "slice_rk3566_i8"]  # fmt: skip
+
+
+def _check(stem: str) -> None:
+    buf = (ARCH / f"{stem}.rknn").read_bytes()
+    try:
+        rows = vendor_file.per_layer(buf, vendor_file.load_layers(
+            vendor_file.layer_path(LAYERS, stem)))  # fmt: skip
+    except VendorFormatError as e:  # refused at rknn_init (test_vendor_arch.REFUSED)
+        from .test_vendor_arch import REFUSED
+
+        assert REFUSED.get(stem, "\0") in str(e), (stem, str(e))
+        return
+    assert len(rows) == vendor_file.stored_ops(buf) - NOT_COMPARED.get(stem, 0)
+    for r in rows:
+        assert r.off_tie <= KNOWN.get((stem, r.node), 0), (stem, r)
+        assert r.max_steps <= 1, (stem, r)
+
+
+def test_the_simulator_dumps_cover_every_int8_fixture() -> None:
+    assert len(STEMS) == 12 * len(PLATFORMS)
+
+
+@pytest.mark.parametrize("stem", FAST)
+def test_per_layer_agreement(stem: str) -> None:
+    _check(stem)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stem", [s for s in STEMS if s not in FAST])
+def test_per_layer_agreement_of_every_fixture(stem: str) -> None:
+    _check(stem)
+
+
+def test_a_rule_difference_is_counted_and_a_tie_is_not() -> None:
+    """The same file against a simulator dump with ten output values moved by one step:
+    exactly those ten count as differences that are not ties."""
+    buf = (ARCH / "clip_rk3588_i8.rknn").read_bytes()
+    layers = vendor_file.load_layers(vendor_file.layer_path(LAYERS, "clip_rk3588_i8"))
+    (before,) = vendor_file.per_layer(buf, layers)
+    q = layers["clip6_int8"]["q"].copy()
+    flat = q.reshape(-1)
+    inner = np.flatnonzero((flat > -120) & (flat < 120))[:40:4]  # not saturated
+    flat[inner] += 1
+    layers["clip6_int8"]["q"] = q
+    (after,) = vendor_file.per_layer(buf, layers)
+    assert before.off_tie == 0 and before.differ == 2  # two rounding ties
+    assert after.off_tie == 10 and after.differ in (10, 11, 12)
+
+
+def test_the_table_lists_each_file() -> None:
+    text = vendor_file.table([ARCH / "clip_rk3566_i8.rknn", ARCH / "hsig_rk3588_i8.rknn",
+                              ARCH / "clip_rk3566_fp16.rknn"], LAYERS)  # fmt: skip
+    lines = text.splitlines()
+    assert lines[2] == "| clip_rk3566_i8 | 1 (1) | 0 | 2 | 0 | 1 |"
+    assert lines[3].startswith("| hsig_rk3588_i8 | refused: int8 op ConvHardSigmoid")
+    assert len(lines) == 4  # (no simulator dump for a float16 file)

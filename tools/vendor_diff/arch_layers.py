@@ -1,0 +1,140 @@
+"""Runs INSIDE the vendor's environment: the simulator's own int8 value of every tensor of an
+int8 real-architecture fixture (tests/vendor/fixtures_arch), on its first test input, for the
+per-layer comparison of vendor files (tools/vendor_diff/vendor_file.py).
+
+    /work/vendor_env/bin/python tools/vendor_diff/arch_layers.py OUT_DIR STEM [STEM ...]
+
+Each STEM (`<model>_<platform>_i8`, or a model name: all its platforms) is rebuilt from
+make_arch_fixtures.make_onnx with the calibration set make_fixtures.build_one uses (so the
+parameters equal the committed file's; vendor_file.py checks that), then `accuracy_analysis`
+dumps every tensor. Writes
+OUT_DIR/STEM.npz: `meta` (JSON as uint8: per tensor its scale, zero point, shape and whether
+the simulator rounds it to its int8 grid) and `q/<name>` (int8) for each rounded tensor. The
+simulator's values do not depend on the platform where the compiled graphs have the same
+tensors: files equal to the model's most common one are then kept once, as `<model>_i8.npz`
+(rk3566's exMatMul transformer keeps its own).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import glob
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "vendor"))
+import make_arch_fixtures as maf  # noqa: E402
+import make_fixtures as mf  # noqa: E402
+
+
+def dump(stem: str, out_dir: str) -> None:
+    from rknn.api import RKNN  # the vendor toolkit: only in its own environment
+    from ruamel.yaml import YAML
+
+    name, platform, dtype = stem.rsplit("_", 2)
+    assert dtype == "i8", "per-layer values are for int8 files"
+    model = maf.make_onnx(name)
+    work = tempfile.mkdtemp(prefix="rknnrt_layers_")
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        import onnx
+
+        onnx.save(model, "m.onnx")
+        rng = np.random.default_rng(7)  # make_fixtures.build_one's calibration set
+        lines = []
+        for k in range(4):
+            paths = []
+            for i, shape in enumerate(mf._shapes(model)):
+                path = os.path.join(work, f"calib{k}_{i}.npy")
+                np.save(path, rng.standard_normal(shape).astype(np.float32))
+                paths.append(path)
+            lines.append(" ".join(paths))
+        with open("dataset.txt", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        log = open("vendor.log", "w")
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            rknn = RKNN(verbose=False)
+            rknn.config(target_platform=platform, custom_string=mf.CUSTOM)
+            assert rknn.load_onnx("m.onnx") == 0
+            assert rknn.hybrid_quantization_step1(dataset="dataset.txt", proposal=False) == 0
+            cfg = glob.glob("*.quantization.cfg")[0]
+            rknn.release()
+            rknn = RKNN(verbose=False)
+            rknn.config(target_platform=platform, custom_string=mf.CUSTOM)
+            assert rknn.load_onnx("m.onnx") == 0
+            assert rknn.build(do_quantization=True, dataset="dataset.txt") == 0
+            assert rknn.accuracy_analysis(inputs=lines[0].split(" "), output_dir="snap") == 0
+            rknn.release()
+        params = YAML(typ="safe").load(open(cfg))["quantize_parameters"]
+        files = {}
+        with open(os.path.join("snap", "map_name_to_file.txt")) as f:
+            for line in f.read().splitlines()[2:]:
+                if len(line.split()) == 2:
+                    files[line.split()[0]] = line.split()[1][: -len(".txt")] + ".npy"
+        meta, arrays = {}, {}
+        for tensor, p in params.items():
+            if not p.get("scale"):
+                continue
+            scale, zp = float(p["scale"][0]), int(p["zero_point"][0])
+            entry = {"scale": scale, "zp": zp}
+            path = os.path.join("snap", "simulator", "npy", files.get(tensor, "-"))
+            if os.path.exists(path):
+                grid = np.load(path).astype(np.float64) / scale + zp
+                # (the half-to-even rule is written out here: no rknnrt in this environment)
+                entry["rounded"] = bool(np.abs(grid - np.round(grid)).max() < 1e-3)
+                entry["shape"] = list(grid.shape)
+                if entry["rounded"]:
+                    arrays[f"q/{tensor}"] = np.clip(np.round(grid), -128, 127).astype(np.int8)
+            meta[tensor] = entry
+        header = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), np.uint8)
+        np.savez_compressed(os.path.join(out_dir, f"{stem}.npz"), meta=header, **arrays)
+    finally:
+        os.chdir(cwd)
+        if not os.environ.get("KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def collapse(out_dir: str, stems: list[str]) -> None:
+    """Keep each model's most common dump once as `<model>_i8.npz`."""
+    by_model = collections.defaultdict(list)
+    for stem in stems:
+        path = os.path.join(out_dir, f"{stem}.npz")
+        if os.path.exists(path):
+            by_model[stem.rsplit("_", 2)[0]].append(path)
+    for model, paths in by_model.items():
+        # (npz members carry no time stamp: equal contents give equal bytes)
+        digests = {p: hashlib.sha256(open(p, "rb").read()).hexdigest() for p in paths}
+        common = collections.Counter(digests.values()).most_common(1)[0][0]
+        keep = next(p for p in paths if digests[p] == common)
+        os.replace(keep, os.path.join(out_dir, f"{model}_i8.npz"))
+        for p in paths:
+            if p != keep and digests[p] == common:
+                os.remove(p)
+
+
+def main() -> int:
+    out_dir = os.path.abspath(sys.argv[1])
+    os.makedirs(out_dir, exist_ok=True)
+    stems = [s for a in sys.argv[2:] for s in
+             ([a] if a.endswith("_i8") else [f"{a}_{p}_i8" for p in maf.PLATFORMS])]
+    for stem in stems:
+        try:
+            dump(stem, out_dir)
+            print("dumped", stem, flush=True)
+        except Exception as e:  # noqa: BLE001 - report and go on with the others
+            print("FAILED", stem, repr(e)[:300], flush=True)
+    collapse(out_dir, stems)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
