@@ -26,10 +26,12 @@ OUT_CVT = {
     "RKNPU f2": (0x40AC, 0x40B0, 0x40B4),  # rk3576
     "RKNPU t4": (0x40AC, 0x40B0, 0x40B4),  # rk3562
     "RKNPU f3": (0x40AC, 0x40B0, 0x40B4),  # rv1126b
+    "RKNPU t3": (0x4080, 0x4084, 0x4088),  # rv1103/rv1106 (mini format)
 }
 TASK = struct.Struct("<8IQ")  # flags, op index, enable mask, 3 x irq, count, offset, address
 # Output channels per bias-blob group `[g x i32 A | g x i16 B | g x u16 C]` (NPU format).
-BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8, "RKNPU t4": 4, "RKNPU f3": 8}
+BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8, "RKNPU t4": 4, "RKNPU f3": 8,
+              "RKNPU t3": 4}  # fmt: skip
 # rv1126b's int8 weights and bias blobs are byte for byte rk3576's (the same ONNX model built
 # for both), so it follows rk3576's int8 rules.
 INT8_FAMILY = {"RKNPU f3": "RKNPU f2"}
