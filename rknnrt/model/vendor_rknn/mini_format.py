@@ -26,7 +26,7 @@ HEADER = struct.Struct("<4sIQQ")  # magic, zero, format version, payload length 
 PAYLOAD_AT = 0x40
 # 0x40: FlatBuffer bytes, task bytes, task count, register-command bytes, internal size,
 # weight size, helper-constant bytes (zeros follow up to 0x80, where the sections start in the
-# order tasks, register commands, weights, helper constants, FlatBuffer).
+# order tasks, register commands, helper constants, weights, FlatBuffer).
 SECTIONS = struct.Struct("<7I")
 SECTIONS_END = 0x80
 TASK_SIZE = 40
@@ -97,8 +97,8 @@ def _sections(buf: memoryview) -> tuple[dict[str, memoryview], dict, int, int]:
         buf, PAYLOAD_AT
     )
     end = PAYLOAD_AT + payload
-    sizes = (("tasks", task_bytes), ("regcmd", reg_bytes), ("weights", weight),
-             ("aux", aux), ("flatbuffer", fb_size))  # fmt: skip
+    sizes = (("tasks", task_bytes), ("regcmd", reg_bytes), ("aux", aux),
+             ("weights", weight), ("flatbuffer", fb_size))  # fmt: skip
     if end + 8 > len(buf) or SECTIONS_END + sum(s for _, s in sizes) != end:
         raise VendorFormatError(
             "vendor .rknn model (mini format): the section sizes do not add up to the file "
