@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import json
 import struct
+from math import prod
 
 import numpy as np
 
 from ..errors import VendorFormatError
 from . import conv_ops, fileformat, int8, literal
-from .fileformat import (CONST_KINDS, KIND_CONST_AUX, KIND_REGCMD, KIND_TASKS, InputNorm, Node, Tensor,
-                         VendorModel)  # fmt: skip
+from .fileformat import (
+    CONST_KINDS,
+    KIND_CONST_AUX,
+    KIND_CONST_CPU,
+    KIND_REGCMD,
+    KIND_TASKS,
+    InputNorm,
+    Node,
+    Tensor,
+    VendorModel,
+)
 from .flatbuf import Table
 
 HEADER = struct.Struct("<4sIQQ")  # magic, zero, format version, payload length (from 0x40)
@@ -189,6 +199,9 @@ def _buffers(tensors: list[Tensor], parts: dict[str, memoryview], task_count: in
                     f"vendor .rknn model: constant '{t.name}' lies outside its memory section"
                 )
             data = memory[t.offset : t.offset + t.size]
+            if t.kind == KIND_CONST_CPU and t.dtype in fileformat.ONNX_DTYPES.values():
+                # CPU constants are allocated in 64-byte units: keep the values only
+                data = data[: prod(t.shape) * np.dtype(t.dtype).itemsize]
         elif t.kind == KIND_REGCMD:
             data = parts["regcmd"]
         elif t.kind == KIND_TASKS:
