@@ -98,6 +98,12 @@ def _node(index: int, n: Table, count: int) -> Node:
                 int(n.scalar(6, "<B")), n.table(7))  # fmt: skip
 
 
+def flatbuffer_offset(buf: memoryview) -> int:
+    """Where the FlatBuffer begins in a mini file (after the sections before it)."""
+    sizes = SECTIONS.unpack_from(buf, PAYLOAD_AT)
+    return SECTIONS_END + sizes[1] + sizes[3] + sizes[5] + sizes[6]
+
+
 def _sections(buf: memoryview) -> tuple[dict[str, memoryview], dict, int, int]:
     """(sections by name, JSON trailer, internal size, task count)."""
     if len(buf) < SECTIONS_END:
