@@ -107,7 +107,9 @@ def flatbuffer_offset(buf: memoryview) -> int:
 def _sections(buf: memoryview) -> tuple[dict[str, memoryview], dict, int, int]:
     """(sections by name, JSON trailer, internal size, task count)."""
     if len(buf) < SECTIONS_END:
-        raise VendorFormatError(f"vendor .rknn model is too small: {len(buf)} bytes")
+        raise VendorFormatError(
+            f"vendor .rknn model (mini format) is too small: {len(buf)} bytes"
+        )
     _, _, _, payload = HEADER.unpack_from(buf, 0)
     fb_size, task_bytes, tasks, reg_bytes, internal, weight, aux = SECTIONS.unpack_from(
         buf, PAYLOAD_AT
@@ -129,7 +131,7 @@ def _sections(buf: memoryview) -> tuple[dict[str, memoryview], dict, int, int]:
     (json_len,) = struct.unpack_from("<Q", buf, end)
     if json_len > min(MAX_JSON, len(buf) - end - 8):
         raise VendorFormatError(
-            "vendor .rknn model: the JSON trailer overruns the file (truncated?)"
+            "vendor .rknn model (mini format): the JSON trailer overruns the file (truncated?)"
         )
     try:
         trailer = json.loads(bytes(buf[end + 8 : end + 8 + json_len]).decode("utf-8"))
