@@ -125,10 +125,9 @@ def test_refused_by_name(stem: str, capi, rknn_log) -> None:
     rknn_log.one_error(REFUSED[stem])
 
 
-@pytest.mark.parametrize("stem", LOADS)
-def test_queries_equal_the_toolkit_report(stem: str, make_ctx) -> None:
+def _check_queries(stem: str, ctx: rk.rknn_context) -> None:
+    """Every query answer equals what the toolkit reported."""
     rep = REPORTED[stem]
-    ctx = make_ctx(_bytes(stem))
     num = rk.rknn_input_output_num()
     assert rk.rknn_query(ctx, rk.RKNN_QUERY_IN_OUT_NUM, num, ctypes.sizeof(num)) == 0
     assert (num.n_input, num.n_output) == (len(rep["inputs"]), len(rep["outputs"]))
@@ -178,13 +177,10 @@ def test_queries_equal_the_toolkit_report(stem: str, make_ctx) -> None:
     assert custom.string.decode() == rep["custom_string"]
 
 
-@pytest.mark.parametrize("stem", LOADS)
-def test_native_attrs_equal_the_files_stored_values(stem: str, make_ctx) -> None:
+def _check_native_attrs(stem: str, ctx: rk.rknn_context) -> None:
     """rknnrt's rv1106 platform rules and the file's own fields (width alignment 16, stored
     C2) give the same native attributes."""
-    data = _bytes(stem)
-    vendor = mini_format.parse(memoryview(data))
-    ctx = make_ctx(data)
+    vendor = mini_format.parse(memoryview(_bytes(stem)))
     sides = ((True, vendor.inputs, rk.RKNN_QUERY_NATIVE_INPUT_ATTR),
              (False, vendor.outputs, rk.RKNN_QUERY_NATIVE_OUTPUT_ATTR))  # fmt: skip
     for is_input, indices, cmd in sides:
@@ -196,6 +192,26 @@ def test_native_attrs_equal_the_files_stored_values(stem: str, make_ctx) -> None
             assert attr.fmt == _FMTS[expected["fmt"]], (stem, k)
             assert list(attr.dims[: attr.n_dims]) == expected["dims"], (stem, k)
             assert attr.size_with_stride == expected["size_with_stride"], (stem, k)
+
+
+# Not slow: one file per kind of content; every file in the slow set.
+QUERY_SAMPLE = ("residual_rv1106_i8", "swish_rv1103_i8", "twoinput_rv1106_i8", "argmax_rv1106_i8",
+                "dw40_rv1106_i8", "pixels_rv1106_i8")  # fmt: skip
+
+
+@pytest.mark.parametrize("stem", QUERY_SAMPLE)
+def test_queries_equal_the_toolkit_report(stem: str, make_ctx) -> None:
+    ctx = make_ctx(_bytes(stem))
+    _check_queries(stem, ctx)
+    _check_native_attrs(stem, ctx)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stem", [s for s in LOADS if s not in QUERY_SAMPLE])
+def test_queries_equal_the_toolkit_report_on_every_file(stem: str, make_ctx) -> None:
+    ctx = make_ctx(_bytes(stem))
+    _check_queries(stem, ctx)
+    _check_native_attrs(stem, ctx)
 
 
 def test_outputs_agree_with_the_vendor_simulator_sample(make_ctx) -> None:
