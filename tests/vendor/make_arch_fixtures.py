@@ -301,6 +301,8 @@ PROBES = {
                 dilations=[1, 1]),
     "c70": dict(cin=70, cout=24, kernel=(1, 1), pads=[0, 0, 0, 0], strides=[1, 1],
                 dilations=[1, 1]),
+    "group2": dict(cin=16, cout=16, kernel=(3, 3), pads=[1, 1, 1, 1], strides=[1, 1],
+                   dilations=[1, 1], group=2),
 }  # fmt: skip
 MINI_PLATFORMS = ("rv1106",)
 MINI_EXTRA = {"rv1103": ("convpool", "residual", "swish"), "rv1106b": ("convpool",)}

@@ -16,7 +16,7 @@ import pytest
 import rknnrt as rk
 from rknnrt.model import container
 from rknnrt.model.errors import VendorFormatError
-from rknnrt.model.vendor_rknn import board_rules, mini_format
+from rknnrt.model.vendor_rknn import board_rules, int8, mini_format
 
 MINI = Path(__file__).parent / "fixtures_mini"
 REPORTED: dict = json.loads((MINI / "reported.json").read_text())
@@ -106,11 +106,11 @@ def _agreement(stem: str, make_ctx) -> list[tuple[str, float, float]]:
 def test_the_fixture_set() -> None:
     """rv1106 for every model, rv1103 and rv1106b samples; int8 only (the toolkit refuses a
     float build for these targets)."""
-    assert len(REPORTED) == 36
+    assert len(REPORTED) == 37
     assert {r["dtype"] for r in REPORTED.values()} == {"i8"}
     counts = {p: sum(r["platform"] == p for r in REPORTED.values())
               for p in ("rv1106", "rv1103", "rv1106b")}  # fmt: skip
-    assert counts == {"rv1106": 32, "rv1103": 3, "rv1106b": 1}
+    assert counts == {"rv1106": 33, "rv1103": 3, "rv1106b": 1}
     for stem in REPORTED:
         assert mini_format.is_mini(memoryview(_bytes(stem))), stem
 
@@ -256,6 +256,21 @@ def test_convolution_attributes_come_from_the_registers() -> None:
         assert (conv.attr_ints(4), conv.attr_ints(5), conv.attr_ints(1), conv.attr_ints(3)) == \
             (pads, strides, dilations, kernel), name  # fmt: skip
         assert conv.attr_int(2) == (16 if name == "dw5" else 1)
+    # the compiler stores a group-2 conv as a full one (block-diagonal weights)
+    m = mini_format.parse(memoryview(_bytes("group2_rv1106_i8")))
+    (conv,) = [n for n in m.nodes if n.op_type.startswith("Conv")]
+    assert m.tensors[conv.inputs[1]].shape == [16, 16, 3, 3] and conv.attr_int(2) == 1
+
+
+def test_a_grouped_convolution_is_refused_by_name() -> None:
+    """A weight whose input channels are neither the input's nor one (depthwise) would be a
+    grouped convolution, which no build showed: refused, never run as a full one."""
+    m = mini_format.parse(memoryview(_bytes("asym_rv1106_i8")))
+    (conv,) = [n for n in m.nodes if n.op_type.startswith("Conv")]
+    m.tensors[conv.inputs[1]].shape = [8, 1, 3, 5]  # 3 input channels in the model
+    regs = int8.RegisterFile(m).first_task(conv)
+    with pytest.raises(VendorFormatError, match="grouped convolution 'Conv:conv"):
+        mini_format.conv_attrs(m, conv, regs)
 
 
 def test_the_sections_are_the_logs_sizes() -> None:

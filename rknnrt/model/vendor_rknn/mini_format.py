@@ -1,12 +1,13 @@
 """The vendor .rknn "mini" container (format version 0x1004: rv1103/rv1106), into a VendorModel.
 
 The mini runtime (librknnmrt) maps one file image: a 64-byte header, a 64-byte section table,
-then the task records, the register commands, the weight memory and a FlatBuffer describing
-the graph, then the JSON trailer v6 files carry too. The FlatBuffer follows v6's schema with
-fewer fields (no IO JSON, memory table or data buffers; constants point into the weight
-memory) and without convolution attributes, which this reader recovers from the convolution's
-register commands (`conv_attrs`). Field numbers were found from toolkit 2.5.0 builds
-(docs/vendor-rknn.md, "The mini format"); anything else is refused by name.
+then the task records, the register commands, the compiler's helper constants, the weight
+memory and a FlatBuffer describing the graph, then the JSON trailer v6 files carry too. The
+FlatBuffer follows v6's schema with fewer fields (no IO JSON, memory table or data buffers;
+constants point into the weight memory) and without convolution attributes, which this
+reader recovers from the convolution's register commands (`conv_attrs`). Field numbers were
+found from toolkit 2.5.0 builds (docs/vendor-rknn.md, "The mini format"); anything else is
+refused by name.
 """
 
 from __future__ import annotations
@@ -250,6 +251,10 @@ def conv_attrs(m: VendorModel, n: Node, regs: dict[int, int]) -> dict[int, list[
     group = 1
     if len(x.shape) == 4 and len(y.shape) == 4 and oc == 1 and ic == x.shape[1] == y.shape[1] > 1:
         group = ic  # depthwise: stored as [1, C, KH, KW], as in v6 files
+    if group == 1 and len(x.shape) == 4 and ic != x.shape[1]:
+        raise VendorFormatError(
+            f"vendor .rknn model (mini format): grouped convolution '{n.name}' is not supported"
+        )
     if len(x.shape) != 4 or len(y.shape) != 4 or min(strides) < 1:
         raise VendorFormatError(
             f"vendor .rknn model (mini format): convolution '{n.name}' has undecodable "
