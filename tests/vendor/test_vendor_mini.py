@@ -323,3 +323,34 @@ def test_truncated_and_mutated_mini_files_are_refused_with_one_line(capi, rknn_l
         for at in rng.integers(0x80, len(blob) - 1, 4):
             blob[int(at)] = int(rng.integers(256))
         _one_line_refusal(bytes(blob), capi, rknn_log)
+
+
+def main() -> int:
+    """Print the agreement per fixture (docs/vendor-rknn.md, "The mini format"):
+    PYTHONPATH=$PWD python tests/vendor/test_vendor_mini.py"""
+    made = []
+
+    def make_ctx(data: bytes) -> rk.rknn_context:
+        ctx = rk.rknn_context()
+        assert rk.rknn_init(ctx, data, len(data), 0, None) == rk.RKNN_SUCC
+        made.append(ctx)
+        return ctx
+
+    for stem in sorted(REPORTED):
+        if stem in REFUSED:
+            print(f"{stem:24s} refused: {REFUSED[stem]}")
+            continue
+        rows = _agreement(stem, make_ctx)
+        ints = [(v, w) for kind, v, w in rows if kind == "int8"]
+        floats = [v for kind, v, _ in rows if kind == "float"]
+        cells = [f"int8 >= {min(v for v, _ in ints):.2%} <= 1 step, max "
+                 f"{max(w for _, w in ints):.0f} steps"] if ints else []  # fmt: skip
+        cells += [f"float cosine >= {min(floats):.7f}"] if floats else []
+        print(f"{stem:24s} " + " | ".join(cells))
+        while made:
+            rk.rknn_destroy(made.pop())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
