@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from rknnrt.model.errors import ModelFormatError
-from rknnrt.model.vendor_rknn import fileformat, registry, to_sections
+from rknnrt.model.vendor_rknn import fileformat, mini_format, registry, to_sections
 
 CONV_GROUP = 2  # Conv attribute slot (vendor_rknn/conv_ops.py)
 
@@ -57,7 +57,7 @@ def census(files: list[Path]) -> dict:
     for path in files:
         data = memoryview(path.read_bytes())
         try:
-            m = fileformat.parse(data)
+            m = mini_format.read(data)  # either container (v6 or rv1106's mini format)
         except ModelFormatError as exc:
             results[str(path)] = f"refused: {exc}"
             continue

@@ -35,7 +35,7 @@ _FIELD_VALUES = (0, 1, 2, 3, 4, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF
 def vendor_fields(blob: bytes) -> tuple[tuple[int, int], ...]:
     """(file offset, width) of every FlatBuffer scalar, offset, vtable entry and vector length
     the vendor reader reads while it parses `blob`, found by recording its reads."""
-    from rknnrt.model.vendor_rknn import fileformat, flatbuf
+    from rknnrt.model.vendor_rknn import fileformat, flatbuf, mini_format
 
     seen: set[tuple[int, int]] = set()
 
@@ -58,12 +58,15 @@ def vendor_fields(blob: bytes) -> tuple[tuple[int, int], ...]:
     saved = (flatbuf._U16, flatbuf._U32, flatbuf._I32, flatbuf.struct)
     flatbuf._U16, flatbuf._U32, flatbuf._I32 = (_Recorded(x) for x in saved[:3])
     flatbuf.struct = _Struct  # type: ignore[assignment]
+    mini = mini_format.is_mini(memoryview(blob))  # rv1106's container (0x1004)
     try:
-        fileformat.parse(memoryview(blob))
+        (mini_format.parse if mini else fileformat.parse)(memoryview(blob))
     finally:
         flatbuf._U16, flatbuf._U32, flatbuf._I32, flatbuf.struct = saved
-    base = fileformat.HEADER_SIZE  # the FlatBuffer's place in the file
-    return tuple(sorted((base + off, width) for off, width in seen))
+    # the FlatBuffer's place in the file; a mini file's section table (0x40: 7 u32) too
+    base = mini_format.flatbuffer_offset(memoryview(blob)) if mini else fileformat.HEADER_SIZE
+    table = [(mini_format.PAYLOAD_AT + 4 * k, 4) for k in range(7)] if mini else []
+    return tuple(sorted([(base + off, width) for off, width in seen] + table))
 
 
 def _mutate_vendor(rng: random.Random, blob: bytearray) -> None:

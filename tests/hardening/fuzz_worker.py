@@ -40,6 +40,47 @@ def _feeds(ctx: rk.rknn_context) -> list[tuple[np.ndarray, int]] | None:
     return feeds
 
 
+def _run_zero_copy(ctx: rk.rknn_context, feeds: list[tuple[np.ndarray, int]]) -> bytes:
+    """One run through zero-copy memory (the rv1103/rv1106 mini runtime has no
+    rknn_inputs_set): float32 inputs, every output bound as float32; the first one's bytes."""
+    num = rk.rknn_input_output_num()
+    if rk.rknn_query(ctx, rk.RKNN_QUERY_IN_OUT_NUM, ctypes.byref(num), ctypes.sizeof(num)):
+        return b"query failed"
+    mems, first = [], None
+    try:
+        for i, (x, _) in enumerate(feeds):
+            attr = rk.rknn_tensor_attr(index=i)
+            rk.rknn_query(ctx, rk.RKNN_QUERY_INPUT_ATTR, ctypes.byref(attr), ctypes.sizeof(attr))
+            attr.type = rk.RKNN_TENSOR_FLOAT32
+            attr.fmt = rk.RKNN_TENSOR_NCHW if attr.n_dims == 4 else rk.RKNN_TENSOR_UNDEFINED
+            mem = rk.rknn_create_mem(ctx, x.nbytes)
+            if not mem:
+                return b"create_mem failed"
+            mems.append(mem)
+            ctypes.memmove(mem.contents.virt_addr, x.ctypes.data, x.nbytes)
+            if rk.rknn_set_io_mem(ctx, mem, attr):
+                return b"set_io_mem failed"
+        for i in range(min(num.n_output, 16)):
+            attr = rk.rknn_tensor_attr(index=i)
+            rk.rknn_query(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, ctypes.byref(attr), ctypes.sizeof(attr))
+            if attr.n_elems > 1 << 24:
+                return b"output too large failed"
+            attr.type = rk.RKNN_TENSOR_FLOAT32
+            mem = rk.rknn_create_mem(ctx, max(attr.n_elems, 1) * 4)
+            if not mem:
+                return b"create_mem failed"
+            mems.append(mem)
+            first = first or mem
+            if rk.rknn_set_io_mem(ctx, mem, attr):
+                return b"set_io_mem failed"
+        if first is None or rk.rknn_run(ctx, None):
+            return b"run failed"
+        return ctypes.string_at(first.contents.virt_addr, first.contents.size)
+    finally:
+        for mem in mems:
+            rk.rknn_destroy_mem(ctx, mem)
+
+
 def _attempt(source: bytes | str) -> tuple[int, bytes | None]:
     """rknn_init's status and, when it succeeds, the first output of one run (float32 bytes)."""
     ctx = rk.rknn_context()
@@ -55,7 +96,9 @@ def _attempt(source: bytes | str) -> tuple[int, bytes | None]:
         for i, (x, fmt) in enumerate(feeds):
             inputs[i].index, inputs[i].buf, inputs[i].size = i, x.ctypes.data, x.nbytes
             inputs[i].type, inputs[i].fmt = rk.RKNN_TENSOR_FLOAT32, fmt
-        if rk.rknn_inputs_set(ctx, len(feeds), inputs) or rk.rknn_run(ctx, None):
+        if rk.rknn_inputs_set(ctx, len(feeds), inputs):
+            return status, _run_zero_copy(ctx, feeds)
+        if rk.rknn_run(ctx, None):
             return status, b"run failed"
         outputs = (rk.rknn_output * 1)()
         outputs[0].want_float = 1

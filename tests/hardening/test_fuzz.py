@@ -1,12 +1,13 @@
 """Fuzzing the model loader (issues 11 and 27): seeded mutations of three converted models
 (float16, float32 with mean/std, int8) - bit flips, byte edits, truncations, header edits,
 overlapping sections, resealed metadata and graph edits, resource bombs (ConstantOfShape, Loop,
-Expand, Tile, Range of random sizes, tests/hardening/bombs.py) - and of seven vendor fixtures
-(structure-aware: the FlatBuffer fields the vendor reader reads, found by recording its reads,
-set to hostile values; plus blind edits), each loaded by bytes and by path in a subprocess
-with a memory cap. No case may crash, hang, let an exception escape rknn_init, print to
-stdout or fail with anything but RKNN_ERR_MODEL_INVALID; an accepted file whose checksums were
-left alone must compute exactly what the original computes.
+Expand, Tile, Range of random sizes, tests/hardening/bombs.py) - and of eight vendor fixtures
+(one in rv1106's mini format; structure-aware: the FlatBuffer fields the vendor reader reads,
+found by recording its reads, and the mini section table, set to hostile values; plus blind
+edits), each loaded by bytes and by path in a subprocess with a memory cap. No case may crash,
+hang, let an exception escape rknn_init, print to stdout or fail with anything but
+RKNN_ERR_MODEL_INVALID; an accepted file whose checksums were left alone must compute exactly
+what the original computes.
 
 The suite runs 4,000 cases (slow, ~3 minutes on two cores: vendor files carry no checksum, so
 most of their mutations are parsed, rebuilt, initialised and run) and a 50-case smoke test.
@@ -39,6 +40,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "vendor" / "fixtures"
 # activations, two inputs, transposes, splits)
 VENDOR_SEEDS = ("avgpool_rk3588_i8", "fire_rk3576_fp16", "lrn_rk3566_i8", "swish_rk3588_i8",
                 "twoinput_rk3576_fp16", "transpose_rk3566_i8", "wide_rk3588_fp16")  # fmt: skip
+# rv1106's mini container (0x1004; its runs fail without zero-copy memory: init is fuzzed)
+MINI_FIXTURES = FIXTURES.parent / "fixtures_mini"
+MINI_SEEDS = ("residual_rv1106_i8",)
 
 
 def _cap_memory() -> None:
@@ -59,6 +63,8 @@ def _fuzz(models: dict[str, bytes], tmp_path: Path, cases: int, workers: int) ->
         (models_dir / f"{name}.rknn").write_bytes(blob)
     for name in VENDOR_SEEDS:
         (models_dir / f"{name}.rknn").write_bytes((FIXTURES / f"{name}.rknn").read_bytes())
+    for name in MINI_SEEDS:
+        (models_dir / f"{name}.rknn").write_bytes((MINI_FIXTURES / f"{name}.rknn").read_bytes())
     seed = int(os.environ.get("RKNNRT_FUZZ_SEED", "11"))
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root), "RKNNRT_KEEP_PRIORITY": "1",

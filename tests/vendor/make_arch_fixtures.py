@@ -5,6 +5,7 @@ Run with the vendor's separate environment (never a dependency of rknnrt):
 
     /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py [--only NAME ...]
                                  [--platforms rk3588 ...] [--dtypes i8 fp16]
+    /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py --mini [--only NAME ...]
 
 Each model is a reduced block of a real architecture (few channels, 16-32 pixels, seeded
 weights) with the same op types and packings the vendor's compiler emits for the full network:
@@ -14,6 +15,12 @@ MobileNetV2 (ReLU6 -> ConvClip), MobileNetV3 (HardSwish, HardSigmoid, SE), Effic
 GELU, residual Adds), Pad and Slice, and the rk3576 stem and depthwise packings (7x7 stem with 3
 input channels, 64-channel depthwise, a global pool). Files, inputs, simulator outputs and the
 toolkit's report are written as make_fixtures.py writes them.
+
+`--mini` writes tests/vendor/fixtures_mini/ instead: the rv1103/rv1106 "mini" format (0x1004)
+of make_fixtures.py's small models and of the models above, int8 only (the toolkit refuses a
+float build for these targets: "Current target_platform(rv1106) not support do_quantization =
+False!"), for rv1106, plus a few rv1103 files (byte for byte rv1106's but for the platform
+name) and rv1106b files (another NPU format, which rknnrt refuses by name).
 """
 
 from __future__ import annotations
@@ -265,11 +272,61 @@ MODELS = {f.__name__[2:]: f for f in (m_mbv2, m_mbv3, m_effnet, m_yoloneck, m_de
 SEED_ORDER = ("densenet", "effnet", "mbv2", "mbv3", "padslice", "stem", "transformer",
               "yoloneck", "slice", "pad", "clip", "hsig", "argmax")  # fmt: skip
 OPSETS = {"transformer": 17}
+def m_convprobe(net: Net, cin: int, cout: int, kernel: tuple[int, int], pads: list[int],
+                strides: list[int], dilations: list[int], group: int = 1):
+    """One Conv + Relu on a 12x13 input: pins the mini format's convolution registers
+    (strides, dilations, pads) and weight packings (channel counts, depthwise)."""
+    kh, kw = kernel
+    w = (net.rng.standard_normal((cout, cin // group, kh, kw)) /
+         np.sqrt(cin // group * kh * kw)).astype(np.float32)  # fmt: skip
+    b = (net.rng.standard_normal(cout) * 0.1).astype(np.float32)
+    y = net.op("Conv", ["x", net.const(w, "w"), net.const(b, "b")], kernel_shape=[kh, kw],
+               pads=pads, strides=strides, dilations=dilations, group=group)  # fmt: skip
+    size = [(n + pads[a] + pads[a + 2] - dilations[a] * (k - 1) - 1) // strides[a] + 1
+            for a, (n, k) in enumerate(((12, kh), (13, kw)))]  # fmt: skip
+    return "x", [1, cin, 12, 13], net.op("Relu", [y]), [1, cout, *size]
+
+
+# Mini-format probes (one convolution each; built for --mini only), seeds 2000 + position.
+PROBES = {
+    "asym": dict(cin=3, cout=8, kernel=(3, 5), pads=[2, 1, 0, 2], strides=[2, 1],
+                 dilations=[1, 1]),
+    "dilated": dict(cin=8, cout=8, kernel=(3, 3), pads=[2, 1, 2, 1], strides=[1, 2],
+                    dilations=[2, 1]),
+    "dw5": dict(cin=16, cout=16, kernel=(5, 5), pads=[2, 2, 2, 2], strides=[2, 2],
+                dilations=[1, 1], group=16),
+    "dw40": dict(cin=40, cout=40, kernel=(3, 3), pads=[1, 1, 1, 1], strides=[1, 1],
+                 dilations=[1, 1], group=40),
+    "c20": dict(cin=20, cout=36, kernel=(3, 3), pads=[1, 1, 1, 1], strides=[1, 1],
+                dilations=[1, 1]),
+    "c70": dict(cin=70, cout=24, kernel=(1, 1), pads=[0, 0, 0, 0], strides=[1, 1],
+                dilations=[1, 1]),
+    "group2": dict(cin=16, cout=16, kernel=(3, 3), pads=[1, 1, 1, 1], strides=[1, 1],
+                   dilations=[1, 1], group=2),
+}  # fmt: skip
+MINI_PLATFORMS = ("rv1106",)
+MINI_EXTRA = {"rv1103": ("convpool", "residual", "swish"), "rv1106b": ("convpool",)}
+
+
+def mini_builds(only: list[str] | None) -> list[tuple[str, str]]:
+    """(model, platform) of the mini-format fixtures."""
+    names = [*mf.MODELS, *MODELS, *PROBES]
+    builds = [(name, p) for p in MINI_PLATFORMS for name in names]
+    builds += [(name, p) for p, extra in MINI_EXTRA.items() for name in extra]
+    return [(name, p) for name, p in builds if only is None or name in only]
+
+
+def any_onnx(name: str) -> onnx.ModelProto:
+    return make_onnx(name) if name in MODELS or name in PROBES else mf.make_onnx(name)
 
 
 def make_onnx(name: str) -> onnx.ModelProto:
-    net = Net(1000 + SEED_ORDER.index(name))
-    x, xshape, y, yshape = MODELS[name](net)
+    if name in PROBES:
+        net = Net(2000 + list(PROBES).index(name))
+        x, xshape, y, yshape = m_convprobe(net, **PROBES[name])  # type: ignore[arg-type]
+    else:
+        net = Net(1000 + SEED_ORDER.index(name))
+        x, xshape, y, yshape = MODELS[name](net)
     y_type = TP.INT64 if name == "argmax" else TP.FLOAT
     graph = h.make_graph(net.nodes, name, [h.make_tensor_value_info(x, TP.FLOAT, xshape)],
                          [h.make_tensor_value_info(y, y_type, yshape)], net.inits)  # fmt: skip
@@ -286,31 +343,37 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=None, help="model names to rebuild")
     ap.add_argument("--platforms", nargs="*", default=list(PLATFORMS))
     ap.add_argument("--dtypes", nargs="*", default=list(mf.DTYPES))
+    ap.add_argument("--mini", action="store_true", help="the rv1103/rv1106 fixtures_mini set")
     args = ap.parse_args()
+    if args.mini:
+        if args.out == ap.get_default("out"):
+            args.out = os.path.join(here, "fixtures_mini")
+        builds = [(name, p, "i8") for name, p in mini_builds(args.only)]
+    else:
+        builds = [(name, p, d) for name in args.only or list(MODELS) for p in args.platforms
+                  for d in args.dtypes]  # fmt: skip
     os.makedirs(args.out, exist_ok=True)
     report_path = os.path.join(args.out, "reported.json")
     reported = {}
     if os.path.exists(report_path):
         with open(report_path) as f:
             reported = json.load(f)
-    for name in args.only or list(MODELS):
-        for platform in args.platforms:
-            for dtype in args.dtypes:
-                work = tempfile.mkdtemp(prefix="rknnrt_vendor_arch_")
-                os.chdir(work)  # the toolkit writes its check*.onnx files into the cwd
-                try:
-                    reported[f"{name}_{platform}_{dtype}"] = mf.build_one(
-                        name, platform, dtype, args.out, work, make_onnx(name)
-                    )
-                    print("built", name, platform, dtype, flush=True)
-                except Exception:  # noqa: BLE001 - report and go on with the others
-                    print("FAILED", name, platform, dtype, file=sys.stderr, flush=True)
-                    traceback.print_exc()
-                finally:
-                    os.chdir(here)
-                    shutil.rmtree(work, ignore_errors=True)
-                with open(report_path, "w") as f:
-                    json.dump(reported, f, indent=1, sort_keys=True)
+    for name, platform, dtype in builds:
+        work = tempfile.mkdtemp(prefix="rknnrt_vendor_arch_")
+        os.chdir(work)  # the toolkit writes its check*.onnx files into the cwd
+        try:
+            reported[f"{name}_{platform}_{dtype}"] = mf.build_one(
+                name, platform, dtype, args.out, work, any_onnx(name)
+            )
+            print("built", name, platform, dtype, flush=True)
+        except Exception:  # noqa: BLE001 - report and go on with the others
+            print("FAILED", name, platform, dtype, file=sys.stderr, flush=True)
+            traceback.print_exc()
+        finally:
+            os.chdir(here)
+            shutil.rmtree(work, ignore_errors=True)
+        with open(report_path, "w") as f:
+            json.dump(reported, f, indent=1, sort_keys=True)
     return 0
 
 

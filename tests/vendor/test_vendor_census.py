@@ -29,3 +29,16 @@ def test_census_main_prints_the_tables(capsys, tmp_path) -> None:
     printed = capsys.readouterr().out
     assert "Pad" in printed and "1 of 1 files load" in printed
     assert '"Pad"' in out.read_text()
+
+
+def test_census_lists_mini_format_files() -> None:
+    """rv1103/rv1106 mini files (0x1004) are read too: their ops and packings, rv1106's
+    depthwise pairs among them; rv1106b's refusal is its one line."""
+    mini = Path(__file__).parent / "fixtures_mini"
+    files = [mini / "residual_rv1106_i8.rknn", mini / "convpool_rv1106b_i8.rknn"]
+    result = vendor_census.census(files)
+    assert result["ops"]["ConvAdd"] == dict(files=1, decoded=True)
+    key = "RKNPU t3 int8 depthwise 3x3 ic=- native=[1, 0, 3, 3, 1, 32, 1, 1, 3, 3, 1, 16]"
+    assert result["packings"][key] == dict(files=1, decoded=True)
+    assert result["files"][str(files[0])] == "loads"
+    assert "NPU format 'RKNPU w1'" in result["files"][str(files[1])]

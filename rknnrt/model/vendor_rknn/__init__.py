@@ -13,7 +13,7 @@ from math import prod
 
 from ..errors import VendorFormatError
 from ..meta import MemoryPlan, ModelMeta, PlannedTensor, TensorSpec, WeightSpec
-from . import board_rules, fileformat, rebuild
+from . import board_rules, fileformat, mini_format, rebuild
 from .fileformat import KIND_FEATURE, KIND_INPUT, KIND_OUTPUT, Tensor, VendorModel
 
 __all__ = ["VendorFormatError", "to_sections", "parse_meta"]
@@ -112,7 +112,7 @@ def to_sections(buf: memoryview) -> tuple[bytes, bytes, bytearray]:
     """(metadata JSON, ONNX graph, weights) for vendor file `buf`; VendorFormatError if the
     file is malformed or holds something this reader cannot decode."""
     try:
-        m = fileformat.parse(buf)
+        m = mini_format.read(buf)
         weights = _weight_section(m)
         meta = parse_meta(m, len(weights))
         builder, _, _ = rebuild.rebuild(m)

@@ -22,7 +22,7 @@ from .graph import GraphBuilder, is_helper
 # weight type.
 VERIFIED_PACKINGS = {
     "float16": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3"),
-    "int8": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3"),
+    "int8": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3", "RKNPU t3"),
 }
 # Conv attribute slots (ONNX names in alphabetical order; pooling: window_ops.py).
 CONV_DILATIONS, CONV_GROUP, CONV_KERNEL, CONV_PADS, CONV_STRIDES = 1, 2, 3, 4, 5

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import VendorFormatError
-from . import lut, weights
+from . import lut, mini_weights, weights
 from .fileformat import KIND_REGCMD, KIND_TASKS, Node, Tensor, VendorModel
 
 # OUT_CVT offset, scale, shift register addresses per NPU generation (Model field 1).
@@ -26,15 +26,19 @@ OUT_CVT = {
     "RKNPU f2": (0x40AC, 0x40B0, 0x40B4),  # rk3576
     "RKNPU t4": (0x40AC, 0x40B0, 0x40B4),  # rk3562
     "RKNPU f3": (0x40AC, 0x40B0, 0x40B4),  # rv1126b
+    "RKNPU t3": (0x4080, 0x4084, 0x4088),  # rv1103/rv1106 (mini format)
 }
 TASK = struct.Struct("<8IQ")  # flags, op index, enable mask, 3 x irq, count, offset, address
 # Output channels per bias-blob group `[g x i32 A | g x i16 B | g x u16 C]` (NPU format).
-BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8, "RKNPU t4": 4, "RKNPU f3": 8}
+BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8, "RKNPU t4": 4, "RKNPU f3": 8,
+              "RKNPU t3": 4}  # fmt: skip
 # rv1126b's int8 weights and bias blobs are byte for byte rk3576's (the same ONNX model built
 # for both), so it follows rk3576's int8 rules.
 INT8_FAMILY = {"RKNPU f3": "RKNPU f2"}
 # Depthwise weights as (w, -zw) pairs with a bias blob without B (weights.unpack_depthwise_pairs).
-DEPTHWISE_PAIRS = ("RKNPU f2", "RKNPU t4")
+DEPTHWISE_PAIRS = ("RKNPU f2", "RKNPU t4", "RKNPU t3")
+# rv1106 pairs each weight with its own -zw (mini_weights.py)
+_PAIR_UNPACK = {"RKNPU t3": mini_weights.unpack_depthwise}
 
 
 def family(npu_format: str) -> str:
@@ -165,7 +169,7 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
     pairs_zw = None
     fmt = family(regs.model.npu_format)
     if fmt in DEPTHWISE_PAIRS and depthwise:
-        q, pairs_zw = weights.unpack_depthwise_pairs(
+        q, pairs_zw = _PAIR_UNPACK.get(fmt, weights.unpack_depthwise_pairs)(
             _data(regs, w), w.native_shape, ic, kh, kw, w.name
         )
     elif (
