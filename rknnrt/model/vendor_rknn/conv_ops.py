@@ -202,7 +202,17 @@ def _shortest(value: float, tolerance: float) -> float:
 
 def _clip(b: GraphBuilder, n: Node, y: str) -> str:
     """A fused Clip with the bounds its registers hold (in int8 before the output's own
-    rounding and saturation)."""
+    rounding and saturation). rv1103/rv1106 (RKNPU t3) int8 programs no bounds where the other
+    formats do: the output's int8 range clips, which is the Clip only for a lower bound of 0
+    (zero point -128) with the calibrated range inside the upper one (a Relu, then saturation)."""
+    fmt = b.m.npu_format
+    if b.quantized and (fmt, True) not in CLIP_REGS:
+        if b.m.tensors[n.outputs[0]].zp[:1] != [-128]:
+            raise VendorFormatError(
+                f"vendor .rknn model: int8 ConvClip '{n.name}' with a lower bound other than 0 "
+                f"is not supported ({fmt})"
+            )
+        return b.add("Relu", [y], "relu")
     lo, hi = clip_bounds(b, n)
     bounds = [b.const(np.array(v, np.float32), "clip") for v in (lo, hi)]
     return b.add("Clip", [y, *bounds], "clip")
