@@ -20,19 +20,20 @@ PLATFORMS = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")
 
 # stem -> the words of its refusal (docs/vendor-rknn.md, "Op and packing table")
 REFUSED: dict[str, str] = {
-    **{f"mbv3_{p}_i8": "int8 op ConvHardSwish" for p in PLATFORMS},
-    **{f"hsig_{p}_i8": "int8 op ConvHardSigmoid" for p in PLATFORMS},
     **{f"clip_{p}_i8": "int8 ConvClip" for p in PLATFORMS},
     **{f"clip_{p}_fp16": "bounds of ConvClip" for p in ("rk3588", "rk3566", "rk3562")},
-    **{f"transformer_{p}_i8": "int8 op ConvExGelu" for p in ("rk3588", "rk3566", "rk3562")},
-    # (int8 keeps the attention scale elsewhere on rk3576/rv1126b: refused before ConvExGelu)
+    # (int8 keeps the attention scale elsewhere on rk3576/rv1126b)
     **{f"transformer_{p}_i8": "scale of exSDPAttention" for p in ("rk3576", "rv1126b")},
-    **{f"{m}_rk3562_i8": "ExSwish lookup table or the multiplier" for m in ("effnet", "yoloneck")},
 }
-# Loads, but the depthwise ConvExSwish int8 rule is not the simulator's (issue 24, item 4):
-# 93% of the output within one step, at most 4 steps.
-DRIFT = {f"effnet_{p}_i8" for p in ("rk3588", "rk3576", "rk3566", "rv1126b")}
-AGREE = [s for s in sorted(REPORTED) if s not in REFUSED and s not in DRIFT]
+# Loads, but the simulator rounds the depthwise ConvExSwish's pre-activation to a calibrated
+# grid the file does not store (docs/vendor-rknn.md, "Lookup tables"): 93% of the output
+# within one step, at most 3 steps.
+DRIFT = {f"effnet_{p}_i8" for p in PLATFORMS}
+# Load (every lookup-table op agrees, test_vendor_lut.py), but other int8 ops of the block
+# are not the simulator's yet: exSDPAttention's int8 scale (rk3588, rk3562: 7% of the output
+# within one step), exMatMul and exNorm (rk3566: 98.4%).
+OTHER_OPS = {f"transformer_{p}_i8" for p in ("rk3588", "rk3562", "rk3566")}
+AGREE = [s for s in sorted(REPORTED) if s not in set(REFUSED) | DRIFT | OTHER_OPS]
 
 
 def _read(stem: str) -> None:
@@ -114,7 +115,12 @@ def test_fused_activations_agree_on_rk3588() -> None:
 @pytest.mark.parametrize("stem", sorted(DRIFT))
 def test_depthwise_conv_exswish_int8_drift_is_bounded(stem: str) -> None:
     for kind, value, worst in _steps_and_cosines(stem):
-        assert kind == "int8" and value >= 0.9 and worst <= 4 + 1e-3, (stem, value, worst)
+        assert kind == "int8" and value >= 0.9 and worst <= 3 + 1e-3, (stem, value, worst)
+
+
+@pytest.mark.parametrize("stem", sorted(OTHER_OPS))
+def test_int8_transformer_blocks_load(stem: str) -> None:
+    _read(stem)
 
 
 @pytest.mark.parametrize("stem", [f"argmax_{p}_{d}" for p in PLATFORMS for d in ("i8", "fp16")])
