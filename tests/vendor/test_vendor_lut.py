@@ -185,8 +185,9 @@ def test_the_simulator_rounds_a_pre_activation_the_file_lacks(stem: str, op: str
     """Depthwise conv + SiLU and conv + HardSigmoid: the simulator rounds the pre-activation to
     its own calibrated int8 grid (a scale and zero point the file does not hold), then applies
     the activation. rknnrt computes the NPU's chain without that step: its pre-activation lies
-    within half a grid step of the simulator's (within the grid's range) and the activation of the simulator's value is
-    the simulator's output, so the only differences are that grid's (docs/vendor-rknn.md)."""
+    within half a grid step of the simulator's (inside the grid's range) and the activation of
+    the simulator's value is the simulator's output, so the only differences are that grid's
+    (docs/vendor-rknn.md)."""
     m, n, dumps = _op(stem, op)
     grid = dumps[pre].astype(np.float64)
     step = float(np.diff(np.unique(grid)).min())
