@@ -144,7 +144,7 @@ def test_hard_sigmoid_beta_is_the_bn_addend(platform: str) -> None:
     m = fileformat.parse(memoryview((ARCH / f"hsig_{platform}_i8.rknn").read_bytes()))
     regs = int8.RegisterFile(m)
     first, second = (n for n in m.nodes if n.op_type == "ConvHardSigmoid")
-    assert regs.activation_addend(first, "HardSigmoid") == pytest.approx(-0.6, abs=2e-5)
+    assert regs.activation_addend(first, "HardSigmoid") == pytest.approx(-0.6, abs=3e-4)
     assert regs.activation_addend(second, "HardSigmoid") == 0
 
 
@@ -162,12 +162,18 @@ LAYER_OPS = [("effnet_rk3588_i8", "Conv:conv3"), ("effnet_rk3588_i8", "Conv:conv
              ("transformer_rk3588_i8", "Conv:matmul43#2"),
              ("transformer_rk3562_i8", "Conv:matmul43#2"),
              ("transformer_rk3566_i8", "Conv:matmul43#2"),
-             ("transformer_rv1126b_i8", "Conv:matmul43#2")]  # fmt: skip
+             ("transformer_rv1126b_i8", "Conv:matmul43#2"),
+             # single-layer probes (tools/vendor_layers/probes.py, conv_g3.0_s2): Sigmoid,
+             # SiLU, GELU, HardSwish, HardSigmoid(0.2, 0.4) and (0.3, 0.6): a positive addend
+             *[(f"lutprobe_{p}_i8", f"Conv:p{k}_conv") for p in ("rk3588", "rk3562")
+               for k in (0, 1, 2, 3, 5, 6)]]  # fmt: skip
 LAYERS = ARCH / "lut_layers.npz"
 
 
 def _op(stem: str, op: str) -> tuple[fileformat.VendorModel, fileformat.Node, dict]:
-    m = fileformat.parse(memoryview((ARCH / f"{stem}.rknn").read_bytes()))
+    path = ARCH / f"{stem}.rknn"
+    path = path if path.exists() else ARCH / "lut_probes" / f"{stem}.rknn"
+    m = fileformat.parse(memoryview(path.read_bytes()))
     return m, next(n for n in m.nodes if n.name == op), vendor_layers.recorded(str(LAYERS), stem, m)
 
 
@@ -195,3 +201,15 @@ def test_the_simulator_rounds_a_pre_activation_the_file_lacks(stem: str, op: str
     assert np.abs(np.clip(ours, grid.min(), grid.max()) - grid).max() <= step / 2 * 1.01
     (row,) = vendor_layers.single_op(m, n, dumps)
     assert row["max_steps"] <= 1 and row["off_tie"] > 0  # (the grid's differences)
+
+
+@pytest.mark.parametrize("platform", ["rk3588", "rk3562"])
+def test_a_positive_hard_sigmoid_addend(platform: str) -> None:
+    """HardSigmoid(0.3, 0.6) (the probe's p6): 6 (beta - 1/2) = +0.6; (0.2, 0.4): -0.6."""
+    path = ARCH / "lut_probes" / f"lutprobe_{platform}_i8.rknn"
+    m = fileformat.parse(memoryview(path.read_bytes()))
+    regs = int8.RegisterFile(m)
+    for op, want in (("Conv:p6_conv", 0.6), ("Conv:p5_conv", -0.6), ("Conv:p4_conv", 0.0)):
+        n = next(n for n in m.nodes if n.name == op)
+        # (rk3562's addend is an integer in the multiplier's input units: 4e-4 in z here)
+        assert regs.activation_addend(n, "HardSigmoid") == pytest.approx(want, abs=3e-4)
