@@ -21,13 +21,13 @@ import numpy as np
 LUT_ACCESS_CFG, LUT_ACCESS_DATA, LUT_LE_START = 0x4100, 0x4104, 0x4110
 # The BN multiplier (operand in bits 31:16, shift in bits 13:8) in front of the table.
 BN_MUL_CFG = {"RKNPU v2": 0x4068, "RKNPU lite": 0x4068, "RKNPU t4": 0x4068}
+# rk3576 keeps it in a constant '<conv output>_BnCfg_BNcfgTensor' instead: u16 word 16 is the
+# operand, word 24 the shift configuration (0x1010: shift in bits 13:8, as BN_MUL_CFG).
+BN_CFG_SUFFIX, BN_CFG_OPERAND, BN_CFG_SHIFT = "_BnCfg_BNcfgTensor", 16, 24
 # The BN addend (int32): rk3588/rk3566 add it after the multiplier (in units of 2^-shift of
 # x), rk3562 before it (0x4064), rk3576 before it too, as u32 word 0 of the BnCfg constant.
 BN_ALU_CFG = 0x4064
 ADD_AFTER = ("RKNPU v2", "RKNPU lite")
-# rk3576 keeps it in a constant '<conv output>_BnCfg_BNcfgTensor' instead: u16 word 16 is the
-# operand, word 24 the shift configuration (0x1010: shift in bits 13:8, as BN_MUL_CFG).
-BN_CFG_SUFFIX, BN_CFG_OPERAND, BN_CFG_SHIFT = "_BnCfg_BNcfgTensor", 16, 24
 ENTRIES = 513
 LE_START = -(1 << 14)
 TOP = 32767  # the largest table value
