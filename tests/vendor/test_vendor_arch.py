@@ -20,19 +20,15 @@ PLATFORMS = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")
 
 # stem -> the words of its refusal (docs/vendor-rknn.md, "Op and packing table")
 REFUSED: dict[str, str] = {
-    **{f"mbv3_{p}_i8": "int8 op ConvHardSwish" for p in PLATFORMS},
-    **{f"hsig_{p}_i8": "int8 op ConvHardSigmoid" for p in PLATFORMS},
-    # (rk3576 computes the MLP's GELU standalone: exGelu, decoded)
-    **{f"transformer_{p}_i8": "int8 op ConvExGelu"
-       for p in ("rk3588", "rk3566", "rk3562", "rv1126b")},
-    **{f"{m}_rk3562_i8": "ExSwish lookup table or the multiplier" for m in ("effnet", "yoloneck")},
 }
-# Loads, but the depthwise ConvExSwish int8 rule is not the simulator's (issue 24, item 4):
-# 93% of the output within one step, at most 4 steps; the int8 transformer block on rk3576
-# (exNorm, exSDPAttention, exGelu: test_vendor_layers.KNOWN): 97.9% within one step, at most 2.
-DRIFT = {f"effnet_{p}_i8" for p in ("rk3588", "rk3576", "rk3566", "rv1126b")} | \
-    {"transformer_rk3576_i8"}
-AGREE = [s for s in sorted(REPORTED) if s not in REFUSED and s not in DRIFT]
+# Loads, but the simulator rounds the depthwise ConvExSwish's pre-activation to a calibrated
+# grid the file does not store (docs/vendor-rknn.md, "Lookup tables"): 93% of the output
+# within one step, at most 3 steps.
+DRIFT = {f"effnet_{p}_i8" for p in PLATFORMS}
+# Load (every lookup-table op agrees, test_vendor_lut.py), but other int8 ops of the block
+# are not the simulator's yet (exNorm, exSDPAttention, exMatMul: test_vendor_layers.KNOWN).
+OTHER_OPS = {f"transformer_{p}_i8" for p in PLATFORMS}
+AGREE = [s for s in sorted(REPORTED) if s not in set(REFUSED) | DRIFT | OTHER_OPS]
 
 
 def _read(stem: str) -> None:
@@ -114,7 +110,12 @@ def test_fused_activations_agree_on_rk3588() -> None:
 @pytest.mark.parametrize("stem", sorted(DRIFT))
 def test_depthwise_conv_exswish_int8_drift_is_bounded(stem: str) -> None:
     for kind, value, worst in _steps_and_cosines(stem):
-        assert kind == "int8" and value >= 0.9 and worst <= 4 + 1e-3, (stem, value, worst)
+        assert kind == "int8" and value >= 0.9 and worst <= 3 + 1e-3, (stem, value, worst)
+
+
+@pytest.mark.parametrize("stem", sorted(OTHER_OPS))
+def test_int8_transformer_blocks_load(stem: str) -> None:
+    _read(stem)
 
 
 @pytest.mark.parametrize("stem", [f"argmax_{p}_{d}" for p in PLATFORMS for d in ("i8", "fp16")])

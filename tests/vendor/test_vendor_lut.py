@@ -1,6 +1,9 @@
-"""int8 ConvSigmoid / ConvExSwish: the pre-activation scale decoded from the activation's
-lookup table and the BN multiplier (docs/vendor-rknn.md, "Lookup tables"), checked against the
-fixtures' original float weights (make_fixtures.make_onnx; no vendor toolkit needed)."""
+"""int8 convolutions fused with a lookup-table activation (ConvSigmoid, ConvExSwish,
+ConvExGelu, ConvHardSwish, ConvHardSigmoid): the pre-activation scale from the activation's
+fixed table and the BN multiplier, the BN addend (docs/vendor-rknn.md, "Lookup tables"),
+checked against the fixtures' original float weights (make_fixtures.make_onnx) and op by op
+against the vendor simulator's own values (fixtures_arch/lut_layers.npz; no vendor toolkit
+needed)."""
 
 from __future__ import annotations
 
@@ -9,48 +12,63 @@ import pytest
 from onnx import numpy_helper
 
 from rknnrt.model.vendor_rknn import fileformat, int8, lut
+from tools.vendor_layers import layers as vendor_layers
 
 from .make_fixtures import make_onnx
+from .test_vendor_arch import ARCH
 from .vendor_data import model_bytes
 
 
-def _floor_sigmoid_table(s: float) -> np.ndarray:
-    x = -16384 + np.arange(513) * 32.0
-    return np.floor(32768 / (1 + np.exp(-x * s)))
+def _known(kind: str) -> np.ndarray:
+    span, values = lut.TABLES[kind]
+    return values(np.linspace(-span, 0.0, 513))
 
 
-def test_sigmoid_step_recovers_the_tables_input_scale() -> None:
-    for s in (3.851e-4, 1.0e-4, 6.0e-4):
-        assert lut.sigmoid_step(_floor_sigmoid_table(s), -16384) == pytest.approx(s, rel=1e-3)
+def test_each_known_table_is_recognised_as_its_own_activation_only() -> None:
+    for kind in lut.TABLES:
+        table = _known(kind)
+        found = [k for k in lut.TABLES if lut.table_step(k, table, -16384) is not None]
+        assert found == [kind]
+        assert lut.table_step(kind, table, -16384) == lut.TABLES[kind][0] / 2**14
+        assert lut.table_step(kind, table, 0) is None  # another input range
+        moved = table.copy()
+        moved[200] += 2  # one entry off by two units
+        assert lut.table_step(kind, moved, -16384) is None
+    assert lut.table_step("Tanh", _known("Sigmoid"), -16384) is None
 
 
-def test_a_table_that_is_no_sigmoid_is_not_decoded() -> None:
-    x = -16384 + np.arange(513) * 32.0
-    swish_like = np.floor(32768 * x / 16384 / (1 + np.exp(-x / 2000)))
-    assert lut.sigmoid_step(swish_like, -16384) is None
-    assert lut.sigmoid_step(np.linspace(0, 16384, 513), -16384) is None
-    assert lut.sigmoid_step(_floor_sigmoid_table(3.851e-4), 0) is None
-
-
-def test_swish_step_recovers_the_tables_input_scale() -> None:
-    x = -16384 + np.arange(513) * 32.0
-    for s, k in ((3.5387e-4, 5668.9), (2.0e-4, 9000.0)):
-        z = x * s
-        table = np.round(k * z / (1 + np.exp(-z)))
-        assert lut.swish_step(table, -16384) == pytest.approx(s, rel=2e-3)
-    assert lut.swish_step(_floor_sigmoid_table(3.851e-4), -16384) is None  # no negative entry
+def test_the_swish_table_is_rounded_at_span_5_8_exactly() -> None:
+    """The old fit found s = 3.5377e-4 from the table (0.07% off: conv3 of effnet differed off
+    a tie in 24 of 4096 elements); the table is round(32767 swish(z) / swish(5.8)) exactly."""
+    z = np.linspace(-5.8, 0, 513)
+    table = np.round(32767 * z / (1 + np.exp(-z)) / (5.8 / (1 + np.exp(-5.8))))
+    assert lut.table_step("ExSwish", table, -16384) == 5.8 / 2**14
 
 
 @pytest.mark.parametrize("platform", ["rk3588", "rk3566", "rk3576"])
-def test_fixture_tables_fit_their_functions(platform: str) -> None:
-    """The uploaded tables: sigmoid and swish with the same steps on both platforms."""
-    for stem, kind, step in (("sigmoid", "Sigmoid", 3.851e-4), ("swish", "ExSwish", 3.539e-4)):
+def test_fixture_tables_are_the_known_ones(platform: str) -> None:
+    """The uploaded tables: sigmoid and swish with the same spans on every platform."""
+    for stem, kind in (("sigmoid", "Sigmoid"), ("swish", "ExSwish")):
         m = fileformat.parse(memoryview(model_bytes(f"{stem}_{platform}_i8")))
         table = int8.RegisterFile(m).lut_by_op[1]
         assert table.shape == (513,) and table[-1] in (0, 16384)  # f(0)
-        assert lut.STEP[kind](table, -16384) == pytest.approx(step, rel=2e-3)
+        assert lut.table_step(kind, table, -16384) == lut.TABLES[kind][0] / 2**14
         other = "ExSwish" if kind == "Sigmoid" else "Sigmoid"
-        assert lut.STEP[other](table, -16384) is None
+        assert lut.table_step(other, table, -16384) is None
+
+
+@pytest.mark.parametrize("platform", ["rk3588", "rk3566", "rk3576", "rk3562", "rv1126b"])
+def test_arch_fixture_tables_are_the_known_ones(platform: str) -> None:
+    """HardSwish, HardSigmoid (MobileNetV3) and GELU (the ViT block's MLP) tables."""
+    for stem, kinds in (("mbv3", {"HardSwish", "HardSigmoid"}), ("transformer", {"ExGelu"})):
+        m = fileformat.parse(memoryview((ARCH / f"{stem}_{platform}_i8.rknn").read_bytes()))
+        found = set()
+        for op, table in int8.RegisterFile(m).lut_by_op.items():
+            kind = m.nodes[op].op_type.removeprefix("Conv").replace("ex", "Ex")
+            if kind in lut.TABLES:
+                assert lut.table_step(kind, table, -16384) is not None, (stem, op)
+                found.add(kind)
+        assert found == kinds or (stem, platform) in {("transformer", "rk3576")}
 
 
 def _decoded_to_true_ratio(stem: str, op: int, weight: str, **kw) -> np.ndarray:
@@ -103,3 +121,95 @@ def test_rk3576_multiplier_comes_from_the_bn_cfg_constant() -> None:
         assert got == want == {"sigmoid": 0x6032, "swish": 0x7067}[stem] / 2.0**16
     assert lut.bn_multiplier({}, "RKNPU f2", None) is None
     assert lut.bn_multiplier({}, "RKNPU t4", bytes(64)) is None
+
+
+def test_rk3562_multiplier_is_the_bn_mul_register() -> None:
+    """rk3562 (RKNPU t4) programs BN_MUL_CFG 0x4068 as rk3588 does (it was refused before: its
+    EfficientNet and YOLO-neck int8 files did not load)."""
+    for stem in ("effnet", "yoloneck"):
+        mults = []
+        for platform, fmt in (("rk3562", "RKNPU t4"), ("rk3588", "RKNPU v2")):
+            m = fileformat.parse(memoryview((ARCH / f"{stem}_{platform}_i8.rknn").read_bytes()))
+            regs = int8.RegisterFile(m)
+            mults.append([lut.bn_multiplier(regs.by_op[op], fmt, None)
+                          for op in sorted(regs.lut_by_op)])  # fmt: skip
+        assert mults[0] == mults[1] and None not in mults[0]
+
+
+@pytest.mark.parametrize("platform", ["rk3588", "rk3566", "rk3576", "rk3562", "rv1126b"])
+def test_hard_sigmoid_beta_is_the_bn_addend(platform: str) -> None:
+    """HardSigmoid(0.2, 0.4) feeds the fixed table z = 6 (alpha y + beta) - 3: its addend is
+    6 (beta - 1/2) = -0.6 in the conv's decoded units (rk3588/rk3566 add it after the
+    multiplier, rk3562 and rk3576/rv1126b before it); HardSigmoid(1/6, 1/2) programs none."""
+    m = fileformat.parse(memoryview((ARCH / f"hsig_{platform}_i8.rknn").read_bytes()))
+    regs = int8.RegisterFile(m)
+    first, second = (n for n in m.nodes if n.op_type == "ConvHardSigmoid")
+    assert regs.activation_addend(first, "HardSigmoid") == pytest.approx(-0.6, abs=3e-4)
+    assert regs.activation_addend(second, "HardSigmoid") == 0
+
+
+# (stem, op) of lut_layers.npz: the simulator's own inputs and outputs of one op each (made by
+# `python -m tools.vendor_layers --record` from builds of make_arch_fixtures.make_onnx with
+# the fixtures' calibration: same scales as the committed files)
+LAYER_OPS = [("effnet_rk3588_i8", "Conv:conv3"), ("effnet_rk3588_i8", "Conv:conv19"),
+             ("effnet_rk3588_i8", "Conv:conv27"), ("effnet_rk3562_i8", "Conv:conv3"),
+             ("effnet_rk3576_i8", "Conv:conv27"), ("yoloneck_rk3562_i8", "Conv:conv8"),
+             ("mbv3_rk3588_i8", "Conv:conv3"), ("mbv3_rk3588_i8", "Conv:conv26"),
+             ("mbv3_rk3576_i8", "Conv:conv3"), ("mbv3_rk3562_i8", "Conv:conv26"),
+             ("mbv3_rk3566_i8", "Conv:conv16"), ("mbv3_rv1126b_i8", "Conv:conv16"),
+             ("hsig_rk3588_i8", "Conv:conv3"), ("hsig_rk3562_i8", "Conv:conv3"),
+             ("hsig_rk3576_i8", "Conv:conv3"), ("hsig_rk3566_i8", "Conv:conv3"),
+             ("transformer_rk3588_i8", "Conv:matmul43#2"),
+             ("transformer_rk3562_i8", "Conv:matmul43#2"),
+             ("transformer_rk3566_i8", "Conv:matmul43#2"),
+             ("transformer_rv1126b_i8", "Conv:matmul43#2"),
+             # single-layer probes (tools/vendor_layers/probes.py, conv_g3.0_s2): Sigmoid,
+             # SiLU, GELU, HardSwish, HardSigmoid(0.2, 0.4) and (0.3, 0.6): a positive addend
+             *[(f"lutprobe_{p}_i8", f"Conv:p{k}_conv") for p in ("rk3588", "rk3562")
+               for k in (0, 1, 2, 3, 5, 6)]]  # fmt: skip
+LAYERS = ARCH / "lut_layers.npz"
+
+
+def _op(stem: str, op: str) -> tuple[fileformat.VendorModel, fileformat.Node, dict]:
+    path = ARCH / f"{stem}.rknn"
+    path = path if path.exists() else ARCH / "lut_probes" / f"{stem}.rknn"
+    m = fileformat.parse(memoryview(path.read_bytes()))
+    return m, next(n for n in m.nodes if n.name == op), vendor_layers.recorded(str(LAYERS), stem, m)
+
+
+@pytest.mark.parametrize("stem, op", LAYER_OPS)
+def test_lut_op_fed_the_simulators_inputs_differs_only_at_ties(stem: str, op: str) -> None:
+    m, n, dumps = _op(stem, op)
+    (row,) = vendor_layers.single_op(m, n, dumps)
+    assert row["size"] >= 16 and row["off_tie"] == 0 and row["max_steps"] <= 1, row
+
+
+@pytest.mark.parametrize("stem, op, pre", [("effnet_rk3588_i8", "Conv:conv8", "conv8"),
+                                           ("hsig_rk3588_i8", "Conv:conv7", "conv7")])  # fmt: skip
+def test_the_simulator_rounds_a_pre_activation_the_file_lacks(stem: str, op: str,
+                                                              pre: str) -> None:  # fmt: skip
+    """Depthwise conv + SiLU and conv + HardSigmoid: the simulator rounds the pre-activation to
+    its own calibrated int8 grid (a scale and zero point the file does not hold), then applies
+    the activation. rknnrt computes the NPU's chain without that step: its pre-activation lies
+    within half a grid step of the simulator's (inside the grid's range) and the activation of
+    the simulator's value is the simulator's output, so the only differences are that grid's
+    (docs/vendor-rknn.md)."""
+    m, n, dumps = _op(stem, op)
+    grid = dumps[pre].astype(np.float64)
+    step = float(np.diff(np.unique(grid)).min())
+    ours = vendor_layers.pre_activation(m, n, dumps)  # (the grid saturates at its range)
+    assert np.abs(np.clip(ours, grid.min(), grid.max()) - grid).max() <= step / 2 * 1.01
+    (row,) = vendor_layers.single_op(m, n, dumps)
+    assert row["max_steps"] <= 1 and row["off_tie"] > 0  # (the grid's differences)
+
+
+@pytest.mark.parametrize("platform", ["rk3588", "rk3562"])
+def test_a_positive_hard_sigmoid_addend(platform: str) -> None:
+    """HardSigmoid(0.3, 0.6) (the probe's p6): 6 (beta - 1/2) = +0.6; (0.2, 0.4): -0.6."""
+    path = ARCH / "lut_probes" / f"lutprobe_{platform}_i8.rknn"
+    m = fileformat.parse(memoryview(path.read_bytes()))
+    regs = int8.RegisterFile(m)
+    for op, want in (("Conv:p6_conv", 0.6), ("Conv:p5_conv", -0.6), ("Conv:p4_conv", 0.0)):
+        n = next(n for n in m.nodes if n.name == op)
+        # (rk3562's addend is an integer in the multiplier's input units: 4e-4 in z here)
+        assert regs.activation_addend(n, "HardSigmoid") == pytest.approx(want, abs=3e-4)

@@ -122,6 +122,11 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
     y = b.add("Conv", [b.conv_input(x), weight, b.const(bf.astype(np.float32), "b")],
               "conv", **attrs)  # fmt: skip
     extra = [t for t in rest if not is_helper(t)]
+    table = _lut_activation(steps) if b.quantized else None
+    if table is not None:  # the BN addend in front of the table (HardSigmoid's beta)
+        addend = b.regs.activation_addend(n, table)
+        if addend:
+            y = b.add("Add", [y, b.const(np.array(addend, np.float32), "bn_add")], "pre_lut")
     for step in steps:
         if step in ("Add", "Mul"):
             if len(extra) != 1:
@@ -144,7 +149,8 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
             y = b.add("Mul", [y, b.add("HardSigmoid", [y], "hsig", alpha=1 / 6, beta=0.5)],
                       "hswish")  # fmt: skip
         elif step == "HardSigmoid":
-            alpha, beta = _hard_sigmoid(b, n)
+            # int8: alpha and beta - 1/2 are in the conv's scale and the addend (lut.py)
+            alpha, beta = (1 / 6, 0.5) if b.quantized else _hard_sigmoid(b, n)
             y = b.add("HardSigmoid", [y], "hsig", alpha=alpha, beta=beta)
         elif step == "ExGelu":
             y = act_ops.gelu(b, y)
@@ -262,9 +268,12 @@ def _hard_sigmoid(b: GraphBuilder, n: Node) -> tuple[float, float]:
     return alpha, float(np.float32(beta))
 
 
+LUT_STEPS = (("Sigmoid",), ("ExSwish",), ("ExGelu",), ("HardSwish",), ("HardSigmoid",))
+
+
 def _lut_activation(steps: tuple[str, ...]) -> str | None:
     """The lookup-table activation whose table sets the conv's int8 scale (int8.py), if any."""
-    return steps[0] if steps in (("Sigmoid",), ("ExSwish",)) else None
+    return steps[0] if steps in LUT_STEPS else None
 
 
 for _op_type, _steps in FUSIONS.items():

@@ -104,23 +104,40 @@ class RegisterFile:
         # the scale is 16 bits; rk3576 sets bit 16 in fused element-wise convolutions
         return offset, scale & 0xFFFF, shift
 
+    def _bn_cfg(self, n: Node) -> bytes | None:
+        out = self.model.tensors[n.outputs[0]].name if n.outputs else ""
+        cfg = next((t for t in self.model.tensors if t.name == out + lut.BN_CFG_SUFFIX), None)
+        return bytes(self.model.data(cfg)) if cfg is not None else None
+
+    def _not_decoded(self, n: Node, kind: str) -> VendorFormatError:
+        return VendorFormatError(
+            f"vendor .rknn model: int8 op {n.op_type} '{n.name}': its {kind} lookup table "
+            f"or the multiplier feeding it is not decoded ({self.model.npu_format})"
+        )
+
     def activation_input_scale(self, n: Node, kind: str) -> float:
         """Real value per unit of acc x C / 2^14 of a convolution fused with a lookup-table
-        activation (`kind` Sigmoid or ExSwish; lut.py)."""
+        activation (`kind` Sigmoid, ExSwish, ExGelu, HardSwish or HardSigmoid; lut.py)."""
         regs, table = self.by_op.get(n.index), self.lut_by_op.get(n.index)
         scale = None
         if regs is not None and table is not None:
-            out = self.model.tensors[n.outputs[0]].name if n.outputs else ""
-            cfg = next((t for t in self.model.tensors if t.name == out + lut.BN_CFG_SUFFIX), None)
-            raw = bytes(self.model.data(cfg)) if cfg is not None else None
-            multiplier = lut.bn_multiplier(regs, family(self.model.npu_format), raw)
+            fmt = family(self.model.npu_format)
+            multiplier = lut.bn_multiplier(regs, fmt, self._bn_cfg(n))
             scale = lut.input_scale(regs, table, kind, multiplier)
         if scale is None:
-            raise VendorFormatError(
-                f"vendor .rknn model: int8 op {n.op_type} '{n.name}': its {kind} lookup table "
-                f"or the multiplier feeding it is not decoded ({self.model.npu_format})"
-            )
+            raise self._not_decoded(n, kind)
         return scale
+
+    def activation_addend(self, n: Node, kind: str) -> float:
+        """The real value the NPU adds to the convolution's output before its lookup table
+        (the table's input step times the BN addend; HardSigmoid's beta - 1/2 over its alpha)."""
+        regs = self.by_op.get(n.index) or {}
+        fmt = family(self.model.npu_format)
+        cfg = self._bn_cfg(n)
+        addend, multiplier = lut.bn_addend(regs, fmt, cfg), lut.bn_multiplier(regs, fmt, cfg)
+        if addend is None or multiplier is None:
+            raise self._not_decoded(n, kind)
+        return addend * self.activation_input_scale(n, kind) / multiplier
 
 
 def _bias_blob(raw: memoryview, channels: int, group: int, name: str) -> tuple[np.ndarray, ...]:
