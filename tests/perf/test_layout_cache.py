@@ -53,6 +53,7 @@ def _infer(path: str) -> list[bytes]:
                                   data_format="nchw")[0].tobytes() for _ in range(3)]  # fmt: skip
     finally:
         runtime.release()
+        layout_cache.wait()  # the entry an init writes is there once it returns here
 
 
 def _entries(cache: Path) -> list[Path]:
@@ -124,10 +125,16 @@ def test_the_folder_stays_within_its_bound(cache) -> None:
         layout_cache.store(name * 64, blocked)
         os.utime(cache / f"{name * 64}{layout_cache.SUFFIX}", (1000 + k, 1000 + k))
     assert len(_entries(cache)) == 5
+    stale = cache / f".{'f' * 64}{layout_cache.SUFFIX}.x1.tmp"  # a write that never ended
+    stale.write_bytes(b"partial")
+    fresh = cache / f".{'g' * 64}{layout_cache.SUFFIX}.x2.tmp"  # one under way
+    fresh.write_bytes(b"partial")
+    os.utime(stale, (1000, 1000))
     found, back = layout_cache.load("b" * 64)  # used last: kept
     assert found and back.graph == blocked.graph and back.data.tobytes() == data.tobytes()
     layout_cache.prune(1 << 20)  # 1 MiB: three entries fit
     assert [p.name[0] for p in _entries(cache)] == ["b", "d", "e"]
+    assert not stale.exists() and fresh.exists()
 
 
 def test_a_zero_bound_or_an_entry_over_it_writes_nothing(tmp_path, cache, layouts,

@@ -11,7 +11,8 @@ CPU's instruction set and the layout code, so they are kept in the user's cache 
 - keyed by SHA-256 over all of those (the graph's and every weight's bytes, names, types and
   shapes; rknnrt's version and the layout modules' source; onnxruntime's version; the CPU's
   architecture and flags): any change of the model or of rknnrt gives another key;
-- written all or nothing (model/files.write_atomic), never pickled: a fixed header, the graph
+- written all or nothing (model/files.write_atomic) on a thread of its own (rknn_init does not
+  wait for the disk), never pickled: a fixed header, the graph
   (ONNX bytes, parsed by onnxruntime as any model graph is) and the raw constants; a CRC-32 of
   both is checked at every read (a damaged file is removed and the program laid out again);
 - bounded: after each write the oldest files (by last use) go until the folder holds at most
@@ -30,6 +31,8 @@ import mmap
 import os
 import platform
 import struct
+import threading
+import time
 import zlib
 from pathlib import Path
 
@@ -120,6 +123,30 @@ def load(cache_key: str) -> tuple[bool, fp16_layout.Blocked | None]:
     return True, (fp16_layout.Blocked(graph, data) if graph_size else None)
 
 
+_writers: list[threading.Thread] = []
+_writers_lock = threading.Lock()
+STALE_SECONDS = 3600  # a temporary file this old was left by a process that ended mid-write
+
+
+def store_later(cache_key: str, blocked: fp16_layout.Blocked | None) -> None:
+    """`store` on a thread of its own: rknn_init does not wait for the write (100 MB of
+    constants took 1-2 s to reach this machine's disk). A process that ends first leaves
+    at most a temporary file, which a later prune removes."""
+    writer = threading.Thread(target=store, args=(cache_key, blocked), daemon=True,
+                              name="rknnrt-layout-cache")  # fmt: skip
+    with _writers_lock:
+        _writers[:] = [w for w in _writers if w.is_alive()] + [writer]
+    writer.start()
+
+
+def wait() -> None:
+    """Until every write begun by store_later has ended."""
+    with _writers_lock:
+        writers = list(_writers)
+    for writer in writers:
+        writer.join()
+
+
 def store(cache_key: str, blocked: fp16_layout.Blocked | None) -> None:
     """Keep `blocked` (None: nothing to lay out) under `cache_key`, then bound the folder."""
     limit = switches.layout_cache_bytes()
@@ -133,7 +160,7 @@ def store(cache_key: str, blocked: fp16_layout.Blocked | None) -> None:
     pad = b"\0" * (start - _HEAD.size - len(graph)) if data.size else b""
     try:
         folder().mkdir(parents=True, exist_ok=True)
-        files.write_atomic(_path(cache_key), b"".join([head, graph, pad, memoryview(data)]))
+        files.write_atomic(_path(cache_key), [head, graph, pad, memoryview(data)])
         prune(limit)
     except OSError:
         pass  # a read-only or full cache folder: the next rknn_init lays out again
@@ -142,6 +169,13 @@ def store(cache_key: str, blocked: fp16_layout.Blocked | None) -> None:
 def prune(limit: int) -> None:
     """Remove the least recently used entries until the folder holds at most `limit` bytes."""
     entries = []
+    now = time.time()
+    for path in folder().glob(f".*{SUFFIX}.*.tmp"):
+        try:
+            if now - path.stat().st_mtime > STALE_SECONDS:
+                _remove(path)
+        except OSError:
+            continue
     for path in folder().glob(f"*{SUFFIX}"):
         try:
             info = path.stat()

@@ -175,7 +175,7 @@ def _fp16_blocked(meta: ModelMeta, graph: bytes, names: list[str],
     except Exception:  # onnx and onnxruntime raise several types; the plain path decides
         return None  # not kept: the plain session reports the graph's fault at each init
     if cache_key:
-        layout_cache.store(cache_key, blocked)
+        layout_cache.store_later(cache_key, blocked)
     return blocked
 
 
