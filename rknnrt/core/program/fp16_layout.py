@@ -167,6 +167,11 @@ class Blocked(NamedTuple):
 DATA_FILE = "laid_out.bin"
 
 
+def may_lay_out(graph: bytes) -> bool:
+    """False where a graph has no Cast or no Conv (nothing to move: not parsed)."""
+    return b"Cast" in graph and b"Conv" in graph
+
+
 def blocked_program(graph: bytes, open_program: Callable[..., object],
                     initializers: tuple[list[str], list] | None) -> Blocked | None:  # fmt: skip
     """The program with its rounding pairs inside onnxruntime's blocked layout, laid out for
@@ -174,7 +179,7 @@ def blocked_program(graph: bytes, open_program: Callable[..., object],
     where there is nothing to move or onnxruntime does not lay it out (the caller keeps
     `graph`). `open_program(graph, **options)`: how the program's sessions are opened;
     `initializers`: the weights the session is given."""
-    if b"Cast" not in graph or b"Conv" not in graph:
+    if not may_lay_out(graph):
         return None
     model = onnx.load_model_from_string(bytes(graph))
     pairs = rounding_pairs(model.graph)

@@ -162,7 +162,7 @@ def _fp16_blocked(meta: ModelMeta, graph: bytes, names: list[str],
     core/program/layout_cache (RKNNRT_LAYOUT_CACHE_MB=0: laid out at every init)."""
     if not switches.fp16_blocked() or meta.float_dtype == "int8":
         return None
-    if b"Cast" not in graph or b"Conv" not in graph:  # fp16_layout's own quick test
+    if not fp16_layout.may_lay_out(graph):  # before the cache key's hashing
         return None
     cache_key = layout_cache.key(graph, names, values) if switches.layout_cache_bytes() else ""
     if cache_key:
