@@ -10,6 +10,7 @@ and the three runtimes alternate iteration by iteration. Prints medians, the rat
 geometric means.
 
     PYTHONPATH=. python benchmarks/real_arch.py [--repeat N] [--models a,b] [--test] [--calib N]
+        [--kinds int8,fp16]
 
 Targets (issue 25): int8 <= 1.0x onnxruntime float32 on every network (geometric mean
 <= 0.8x), fp16 <= 1.2x.
@@ -81,13 +82,15 @@ def main() -> None:
     parser.add_argument("--models", default="")
     parser.add_argument("--test", action="store_true", help="reduced input sizes")
     parser.add_argument("--calib", type=int, default=2)
+    parser.add_argument("--kinds", default="int8,fp16", help="programs to time: int8, fp16")
     args = parser.parse_args()
     names = [n for n in catalog.NETWORKS if not args.models or n in args.models.split(",")]
     exact = int8_kernels.fast_kernels_exact()
     print(f"int8 kernels: {'fast u8s8 (probed exact on this CPU)' if exact else 'exact u8u8'}")
     print(f"{'network':24s} {'ort f32 ms':>10s} {'int8 ms':>9s} {'fp16 ms':>9s} "
           f"{'int8/ort':>9s} {'fp16/ort':>9s}", flush=True)  # fmt: skip
-    ratios: dict[str, list[float]] = {"int8": [], "fp16": []}
+    kinds = [k for k in ("int8", "fp16") if k in args.kinds.split(",")]
+    ratios: dict[str, list[float]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as folder:
         for name in names:
             model = catalog.build(name, test=args.test)
@@ -97,23 +100,24 @@ def main() -> None:
             x = rng.rand(*shape).astype(np.float32)
             session = ort.InferenceSession(model.SerializeToString(), baseline_options(),
                                            providers=["CPUExecutionProvider"])  # fmt: skip
-            int8 = build(model, True, calib, os.path.join(folder, f"{name}.int8.rknn"))
-            fp16 = build(model, False, calib, os.path.join(folder, f"{name}.fp16.rknn"))
-            med = alternate({
-                "ort": lambda s=session, x=x: s.run(None, {"images": x}),
-                "int8": lambda r=int8, x=x: r.inference([x], data_format="nchw"),
-                "fp16": lambda r=fp16, x=x: r.inference([x], data_format="nchw"),
-            }, args.repeat)  # fmt: skip
-            r8, r16 = med["int8"] / med["ort"], med["fp16"] / med["ort"]
-            ratios["int8"].append(r8)
-            ratios["fp16"].append(r16)
-            print(f"{name:24s} {med['ort']:10.2f} {med['int8']:9.2f} {med['fp16']:9.2f} "
-                  f"{r8:9.2f} {r16:9.2f}", flush=True)  # fmt: skip
-            int8.release()
-            fp16.release()
+            runtimes = {k: build(model, k == "int8", calib,
+                                 os.path.join(folder, f"{name}.{k}.rknn")) for k in kinds}
+            runs: dict[str, Callable[[], object]] = {
+                "ort": lambda s=session, x=x: s.run(None, {"images": x})}
+            for k, r in runtimes.items():
+                runs[k] = lambda r=r, x=x: r.inference([x], data_format="nchw")
+            med = alternate(runs, args.repeat)
+            rel = {k: med[k] / med["ort"] for k in kinds}
+            for k in kinds:
+                ratios[k].append(rel[k])
+            cells = [f"{med[k]:9.2f}" if k in med else f"{'-':>9s}" for k in ("int8", "fp16")]
+            cells += [f"{rel[k]:9.2f}" if k in rel else f"{'-':>9s}" for k in ("int8", "fp16")]
+            print(f"{name:24s} {med['ort']:10.2f} {' '.join(cells)}", flush=True)
+            for r in runtimes.values():
+                r.release()
     geo = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in ratios.items() if v}
-    print(f"{'geometric mean':24s} {'':10s} {'':9s} {'':9s} {geo.get('int8', 0):9.2f} "
-          f"{geo.get('fp16', 0):9.2f}")  # fmt: skip
+    cells = [f"{geo[k]:9.2f}" if k in geo else f"{'-':>9s}" for k in ("int8", "fp16")]
+    print(f"{'geometric mean':24s} {'':10s} {'':9s} {'':9s} {' '.join(cells)}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ from rknnrt.toolkit.samples import default_model
 # rknn_init raises the process priority as the vendor does; the suite opts out (the test of that
 # behaviour runs in a subprocess without this variable).
 os.environ.setdefault("RKNNRT_KEEP_PRIORITY", "1")
+# Laid-out float16 programs are not cached between the suite's inits (each test sees the layout
+# made, and the user's cache folder is left alone); tests/perf/test_layout_cache.py turns it on.
+os.environ.setdefault("RKNNRT_LAYOUT_CACHE_MB", "0")
 
 # The conversion the default-model fixtures use (rknn.config arguments).
 DEFAULT_MEAN = [123.675, 116.28, 103.53]

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from .. import __version__
+from ..core import switches
 from . import signatures
 from .signatures import INCLUDE_DIR, Function
 
@@ -97,11 +98,7 @@ def missing_requirements() -> list[str]:
 
 
 def cache_root() -> Path:
-    env = os.environ.get("RKNNRT_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "rknnrt"
+    return switches.cache_root()
 
 
 def _fingerprint() -> str:

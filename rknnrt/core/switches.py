@@ -13,6 +13,7 @@ import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..model import targets
 
@@ -79,8 +80,20 @@ INT8_DEPTHWISE = Switch(
     "onnxruntime's slow QLinearConv path (core/program/int8_depthwise.py: same outputs; read at "
     "rknn_init)",
 )  # fmt: skip
+LAYOUT_CACHE_MB = Switch(
+    "RKNNRT_LAYOUT_CACHE_MB", "1024",
+    "the most the cache of laid-out float16 programs may hold (core/program/layout_cache.py: "
+    "rknn_init lays a model out once, not at every init); 0 turns it off (read at rknn_init; "
+    "malformed: the default)",
+)  # fmt: skip
+CACHE_DIR = Switch(
+    "RKNNRT_CACHE_DIR", "",
+    "the folder of rknnrt's caches (the C library's build, laid-out float16 programs); unset: "
+    "$XDG_CACHE_HOME/rknnrt or ~/.cache/rknnrt (read when a cache is used)",
+)  # fmt: skip
 TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
-         FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE)  # fmt: skip
+         FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE, LAYOUT_CACHE_MB,
+         CACHE_DIR)  # fmt: skip
 
 
 # Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
@@ -142,6 +155,21 @@ def log_level() -> int:
 def num_threads() -> int | None:
     value = _value(NUM_THREADS.name)
     return int(value) if value and value.isdigit() else None
+
+
+def layout_cache_bytes() -> int:
+    """RKNNRT_LAYOUT_CACHE_MB in bytes; 0: no cache."""
+    value = integer(LAYOUT_CACHE_MB, int(LAYOUT_CACHE_MB.default))
+    return max(value if value is not None else 0, 0) << 20
+
+
+def cache_root() -> Path:
+    """RKNNRT_CACHE_DIR, else $XDG_CACHE_HOME/rknnrt, else ~/.cache/rknnrt."""
+    chosen = _value(CACHE_DIR.name)
+    if chosen:
+        return Path(chosen)
+    base = _value("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rknnrt"
 
 
 def cache_model() -> bool:

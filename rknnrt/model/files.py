@@ -72,17 +72,21 @@ def read_text(path: str | os.PathLike, encoding: str | None = None) -> str:
         return f.read()
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | str, encoding: str = "utf-8") -> None:
+def write_atomic(path: str | os.PathLike, data: bytes | str | list,
+                 encoding: str = "utf-8") -> None:  # fmt: skip
     """Write `data` to `path` all or nothing: a temporary file in the same folder, flushed to
-    disk, then renamed over `path`. The new file gets the mode a plain open() would give."""
+    disk, then renamed over `path`. The new file gets the mode a plain open() would give.
+    `data` may be a list of bytes-like parts, written one after the other (no joined copy)."""
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
-    payload = data.encode(encoding) if isinstance(data, str) else bytes(data)
+    parts = data if isinstance(data, list) else [data]
+    parts = [p.encode(encoding) if isinstance(p, str) else p for p in parts]
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.",
                                      suffix=".tmp")  # fmt: skip
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(payload)
+            for part in parts:
+                f.write(part)
             f.flush()
             os.fsync(f.fileno())
         umask = os.umask(0)

@@ -86,3 +86,16 @@ def residual_like(seed: int = 2, size: int = 16) -> onnx.ModelProto:
     p = b.node("MaxPool", [res], kernel_shape=[2, 2], strides=[2, 2])
     cat = b.node("Concat", [b.node("Relu", [b.conv(p, 16, 32, 3)]), b.conv(p, 16, 32, 1)], axis=1)
     return b.model(b.conv(cat, 64, 8), [1, 3, size, size])
+
+
+def hardswish_like(seed: int = 4, size: int = 16) -> onnx.ModelProto:
+    """MobileNetV3's Conv -> HardSwish (opset 14), pointwise and depthwise, and an SE gate."""
+    b = Builder(seed)
+    x = b.node("HardSwish", [b.conv("x", 3, 16, k=3)])
+    x = b.node("HardSwish", [b.conv(x, 16, 16, k=3, group=16)])
+    gate = b.node("HardSigmoid", [b.conv(b.node("GlobalAveragePool", [x]), 16, 16)])
+    x = b.node("Mul", [x, gate])
+    y = b.node("HardSwish", [b.conv(x, 16, 24)])
+    model = b.model(b.conv(y, 24, 8), [1, 3, size, size])
+    model.opset_import[0].version = 14
+    return model

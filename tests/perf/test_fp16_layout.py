@@ -13,7 +13,7 @@ from rknnrt.core.program import fp16_layout, whole
 from rknnrt.lite import RKNNLite
 from rknnrt.toolkit import RKNN
 
-from .models import residual_like, shufflenet_like
+from .models import hardswish_like, residual_like, shufflenet_like
 
 
 def _fp16_build(model: onnx.ModelProto, tmp_path) -> tuple[str, onnx.ModelProto]:
@@ -40,8 +40,8 @@ def _inputs(size: int) -> list[np.ndarray]:
     return [(rng.rand(1, 3, size, size) * 4 - 1).astype(np.float32) for _ in range(4)]
 
 
-@pytest.mark.parametrize("model", [residual_like(), shufflenet_like()], ids=["residual",
-                                                                              "shuffle"])
+@pytest.mark.parametrize("model", [residual_like(), shufflenet_like(), hardswish_like()],
+                         ids=["residual", "shuffle", "hardswish"])
 def test_the_runtime_gives_the_same_bits_with_roundings_in_the_blocked_layout(
         model, tmp_path, monkeypatch) -> None:  # fmt: skip
     size = model.graph.input[0].type.tensor_type.shape.dim[2].dim_value
@@ -124,3 +124,20 @@ def test_a_failed_layout_leaves_the_toolkit_graph(tmp_path, monkeypatch) -> None
 
     monkeypatch.setattr(fp16_layout, "blocked_program", fail)
     assert _infer(path, _inputs(16)) == expected
+
+
+def test_a_rounded_hardswish_stays_fused_into_its_conv(tmp_path) -> None:
+    """A HardSwish whose output is rounded runs inside its blocked Conv, as onnxruntime fuses it
+    in the toolkit's graph, not as HardSigmoid and Mul (its function body: two more passes)."""
+    _, program = _fp16_build(hardswish_like(), tmp_path)
+    laid_out = fp16_layout.blocked_program(program.SerializeToString(), whole.open_program, None)
+    if laid_out is None:
+        pytest.skip("onnxruntime has no blocked (NCHWc) layout on this CPU: nothing to move "
+                    "(the runtime keeps the toolkit's graph; the bit-equality test still runs)")
+    graph = onnx.load_model_from_string(laid_out.graph).graph
+    activations = [next((a.s for a in n.attribute if a.name == "activation"), b"")
+                   for n in graph.node if n.op_type == "Conv"]  # fmt: skip
+    assert activations.count(b"HardSwish") == 3
+    # only the SE gate's HardSigmoid is left: its conv's output is a stored tensor
+    assert [n.op_type for n in graph.node].count("HardSigmoid") == 1
+    assert [n.op_type for n in graph.node].count("Mul") == 1

@@ -8,6 +8,7 @@ import onnx
 import onnxruntime as ort
 
 from rknnrt.toolkit.quantize import fp16
+from tools.real_arch import dense
 
 from .models import shufflenet_like, value_moving_model
 
@@ -57,3 +58,21 @@ def test_relu_of_a_computed_value_is_still_rounded() -> None:
                      and n.input[0].endswith("_concat")]  # fmt: skip
     assert relu_of_conv and set(relu_of_conv) <= rounded
     assert relu_of_moved and not set(relu_of_moved) & rounded
+
+
+def test_a_split_layernorm_is_one_op_in_the_fp16_program() -> None:
+    """The vendor's fp16 build fuses a LayerNorm exported as pieces (its simulator's outputs
+    are bit-identical with the LayerNorm split or whole): the fp16 program stores only its
+    output, and computes what the one-op model's program computes, bit for bit."""
+    split, whole = (fp16.emulate_fp16(onnx.shape_inference.infer_shapes(
+        dense.deit_tiny(32, depth=1, split_layernorm=split))) for split in (True, False))
+    ops = [n.op_type for n in split.graph.node]
+    assert ops.count("LayerNormalization") == 3 and "ReduceMean" not in ops and "Sqrt" not in ops
+    assert len(_rounded(split)) == len(_rounded(whole))  # the same tensors stored
+    rng = np.random.RandomState(4)
+    for _ in range(3):
+        x = rng.rand(1, 3, 32, 32).astype(np.float16)
+        feed = {"images": x}
+        a = ort.InferenceSession(split.SerializeToString(), providers=["CPUExecutionProvider"])
+        b = ort.InferenceSession(whole.SerializeToString(), providers=["CPUExecutionProvider"])
+        assert a.run(None, feed)[0].tobytes() == b.run(None, feed)[0].tobytes()

@@ -20,7 +20,7 @@ from ..board import perf
 from ..board import table as perf_table
 from ..errors import MODEL_INVALID, PARAM_INVALID, RknnError
 from ..lazy_imports import onnx, ort
-from . import deadline, fast_graph, fp16_layout, int8_depthwise
+from . import deadline, fast_graph, fp16_layout, int8_depthwise, layout_cache
 
 
 def open_program(graph: bytes, **kwargs: Any) -> Any:
@@ -122,8 +122,7 @@ class Program:
             if in_place:
                 self.session = open_program(_weights_as_inputs(graph))
             else:
-                weights_given = (names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values])
-                blocked = _fp16_blocked(meta, graph, weights_given)
+                blocked = _fp16_blocked(meta, graph, names, values)
                 if blocked is not None:  # laid out, weights included: run as it is
                     self._laid_out = blocked  # its data (a mapped file) is read at the build
                     data = blocked.data
@@ -132,7 +131,8 @@ class Program:
                         files_in_memory=([fp16_layout.DATA_FILE], [data], [data.size])
                         if data.size else None)  # fmt: skip
                 else:
-                    self.session = open_program(graph, initializers=weights_given)
+                    self.session = open_program(graph, initializers=(
+                        names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values]))
         except Exception as exc:  # onnx and onnxruntime raise several types for a bad graph
             raise RknnError(MODEL_INVALID, f"the model's graph cannot be loaded: {exc}") from None
         self._keep = weights  # the program reads these bytes (in place, or once at load)
@@ -153,18 +153,30 @@ class Program:
             )
 
 
-def _fp16_blocked(meta: ModelMeta, graph: bytes,
-                  weights_given: tuple) -> fp16_layout.Blocked | None:  # fmt: skip
+def _fp16_blocked(meta: ModelMeta, graph: bytes, names: list[str],
+                  values: list[np.ndarray]) -> fp16_layout.Blocked | None:  # fmt: skip
     """core/program/fp16_layout's graph for a float16 program (the metadata's kind: not an int8
     one, whose float16 islands keep their place; RKNNRT_FP16_BLOCKED=0: never); None keeps
     `graph`, also where onnxruntime cannot lay it out (that failure is the plain session's to
-    report, with the plain graph)."""
+    report, with the plain graph). Laid out once per program and CPU: later inits read it from
+    core/program/layout_cache (RKNNRT_LAYOUT_CACHE_MB=0: laid out at every init)."""
     if not switches.fp16_blocked() or meta.float_dtype == "int8":
         return None
-    try:
-        return fp16_layout.blocked_program(graph, open_program, weights_given)
-    except Exception:  # onnx and onnxruntime raise several types; the plain path decides
+    if not fp16_layout.may_lay_out(graph):  # before the cache key's hashing
         return None
+    cache_key = layout_cache.key(graph, names, values) if switches.layout_cache_bytes() else ""
+    if cache_key:
+        found, blocked = layout_cache.load(cache_key)
+        if found:
+            return blocked
+    try:
+        blocked = fp16_layout.blocked_program(
+            graph, open_program, (names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values]))
+    except Exception:  # onnx and onnxruntime raise several types; the plain path decides
+        return None  # not kept: the plain session reports the graph's fault at each init
+    if cache_key:
+        layout_cache.store_later(cache_key, blocked)
+    return blocked
 
 
 def address_of(array: np.ndarray) -> int:

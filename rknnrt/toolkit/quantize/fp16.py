@@ -6,6 +6,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ..passes.fuse_layernorm import fuse_split_layernorms
 from .graph import _consumers_rename, _drop_unused_initializers, float_tensors, stored_tensors
 
 # Operators whose float outputs are values of their float inputs (moved, selected or compared,
@@ -62,9 +63,14 @@ def emulate_fp16(model: onnx.ModelProto) -> onnx.ModelProto:
     float16 (computation between stored tensors stays float32, as the NPU accumulates), except
     where it is float16 already (already_half: a MaxPool, Concat, Reshape ... of float16 values):
     each Cast pair costs a pass over the tensor and, on x86, breaks onnxruntime's blocked
-    (NCHWc) convolution layout."""
+    (NCHWc) convolution layout.
+
+    A LayerNorm exported as pieces is one LayerNormalization first (passes/fuse_layernorm), as
+    in an int8 build: the vendor's fp16 build fuses it too (rknn-toolkit2 2.5.0 on a DeiT
+    block stack: the same exNorm ops, and simulator outputs bit-identical, with LayerNorm
+    split or whole), so only its input and output are stored, not each piece."""
     out = onnx.ModelProto()
-    out.CopyFrom(model)
+    out.CopyFrom(fuse_split_layernorms(model))
     graph = out.graph
     floats = float_tensors(out)
     stored = [t for t in stored_tensors(graph) if t in floats]
