@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from typing import IO, Any
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -75,14 +76,20 @@ def read_text(path: str | os.PathLike, encoding: str | None = None) -> str:
 def write_atomic(path: str | os.PathLike, data: bytes | str, encoding: str = "utf-8") -> None:
     """Write `data` to `path` all or nothing: a temporary file in the same folder, flushed to
     disk, then renamed over `path`. The new file gets the mode a plain open() would give."""
+    payload = data.encode(encoding) if isinstance(data, str) else bytes(data)
+    write_atomic_with(path, lambda f: f.write(payload))
+
+
+def write_atomic_with(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -> None:
+    """write_atomic for a file written piece by piece: `write(f)` fills the temporary file
+    (a file too large to hold in memory at once)."""
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
-    payload = data.encode(encoding) if isinstance(data, str) else bytes(data)
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.",
                                      suffix=".tmp")  # fmt: skip
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(payload)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         umask = os.umask(0)
