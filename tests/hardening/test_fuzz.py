@@ -73,6 +73,16 @@ def _fuzz(models: dict[str, bytes], tmp_path: Path, cases: int, workers: int) ->
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, preexec_fn=_cap_memory)  # fmt: skip
         procs.append((proc, results))
+    try:
+        return _collect(procs, cases, seed)
+    finally:  # a finding in one worker ends the others too (they would run on unwatched)
+        for proc, _ in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+
+def _collect(procs: list, cases: int, seed: int) -> Counter:
     tally: Counter = Counter()
     for proc, results in procs:
         try:
