@@ -30,9 +30,18 @@ def _ray() -> Any:
     return ray
 
 
+# Ray turns a loopback node address into the host's routable one (resolve_ip_for_localhost)
+# unless it believes clusters are off, as on Windows and macOS: then the node address is
+# 127.0.0.1 and the GCS, raylet, workers and agents all listen on loopback (measured with
+# `ss -ltnp`, Ray 2.60; docs/evaluation.md "Ray security").
+LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
 class _Session:
     """Connects to Ray (address None: a local cluster of `cpus` CPUs) and shuts down on exit
-    what it started; a Ray already initialised by the caller is used and left running."""
+    what it started; a Ray already initialised by the caller is used and left running. A local
+    cluster listens on loopback only, or is not kept: if Ray gives it another node address, it
+    is shut down at once and RuntimeError says why."""
 
     def __init__(self, address: str | None, cpus: int) -> None:
         self.ray = _ray()
@@ -49,15 +58,45 @@ class _Session:
             if self.address:
                 self.ray.init(address=self.address, **kwargs)
             else:
-                # a local cluster is this user's alone: its node address is loopback (Ray binds
-                # its gRPC servers to every interface regardless; docs/evaluation.md)
-                self.ray.init(num_cpus=self.cpus, _node_ip_address=LOOPBACK, **kwargs)
+                self._start_local(kwargs)
             self.started = True
         return self.ray
+
+    def _start_local(self, kwargs: dict[str, Any]) -> None:
+        previous = os.environ.get(LOCAL_ONLY_ENV)
+        os.environ[LOCAL_ONLY_ENV] = "0"  # read by the daemons Ray starts now
+        constants = _ray_constants()
+        flag = getattr(constants, "ENABLE_RAY_CLUSTER", None)
+        if flag is not None:  # read by the driver at each call (fixed when ray was imported)
+            constants.ENABLE_RAY_CLUSTER = False
+        try:
+            self.ray.init(num_cpus=self.cpus, _node_ip_address=LOOPBACK, **kwargs)
+        finally:
+            if previous is None:
+                os.environ.pop(LOCAL_ONLY_ENV, None)
+            else:
+                os.environ[LOCAL_ONLY_ENV] = previous
+            if flag is not None:
+                constants.ENABLE_RAY_CLUSTER = flag
+        node = self.ray.util.get_node_ip_address()
+        if node != LOOPBACK:
+            self.ray.shutdown()
+            raise RuntimeError(
+                f"the local Ray cluster came up on {node}, not on loopback (this Ray version "
+                "ignores the local-only setting): start a cluster yourself and pass --ray ADDRESS"
+            )
 
     def __exit__(self, *exc: object) -> None:
         if self.started:
             self.ray.shutdown()
+
+
+def _ray_constants() -> Any:
+    try:
+        from ray._private import ray_constants
+    except ImportError:  # a Ray without the module: the environment variable alone applies
+        return None
+    return ray_constants
 
 
 class EvalActor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import onnx
 
+from . import shape_guard
 from .errors import ModelFormatError
 
 _CONVS = ("Conv", "ConvTranspose")
@@ -18,7 +19,9 @@ _CONVS = ("Conv", "ConvTranspose")
 def _known_dims(model: onnx.ModelProto) -> dict[str, list[int | None]]:
     """name -> dims (None where unknown) of every tensor the graph or ONNX inference types."""
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+        inferred = shape_guard.infer_shapes(model, strict_mode=False)
+    except ModelFormatError:  # a negative dimension (onnx would abort on it)
+        raise
     except Exception:  # inference failures are onnxruntime's to report at load
         inferred = model
     dims: dict[str, list[int | None]] = {}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from typing import IO, Any
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -77,16 +78,26 @@ def write_atomic(path: str | os.PathLike, data: bytes | str | list,
     """Write `data` to `path` all or nothing: a temporary file in the same folder, flushed to
     disk, then renamed over `path`. The new file gets the mode a plain open() would give.
     `data` may be a list of bytes-like parts, written one after the other (no joined copy)."""
-    target = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(target))
     parts = data if isinstance(data, list) else [data]
     parts = [p.encode(encoding) if isinstance(p, str) else p for p in parts]
+
+    def write(f: IO[bytes]) -> None:
+        for part in parts:
+            f.write(part)
+
+    write_atomic_with(path, write)
+
+
+def write_atomic_with(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -> None:
+    """write_atomic for a file written piece by piece: `write(f)` fills the temporary file
+    (a file too large to hold in memory at once)."""
+    target = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(target))
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.",
                                      suffix=".tmp")  # fmt: skip
     try:
         with os.fdopen(fd, "wb") as f:
-            for part in parts:
-                f.write(part)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         umask = os.umask(0)

@@ -29,6 +29,7 @@ from typing import Any
 
 import onnx
 
+from . import shape_guard
 from .custom_ops import is_custom
 from .errors import ModelFormatError
 
@@ -150,7 +151,9 @@ def _planned(graph: bytes, shapes: tuple[tuple[int, ...], ...], bound: int) -> i
     model.ParseFromString(graph)  # graph_rules.check_graph parsed these bytes already
     probe = _fixed_inputs(model, [list(s) for s in shapes])
     try:  # strict: a shape that contradicts the graph (a Reshape to a wrong count) is refused
-        inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=True, data_prop=True)
+        inferred = shape_guard.infer_shapes(probe, strict_mode=True, data_prop=True)
+    except ModelFormatError:
+        raise
     except Exception as exc:  # onnx reports inference failures with several types
         first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc)
         raise ModelFormatError(f"the graph's shapes are inconsistent: {first}") from None

@@ -36,7 +36,6 @@ class Built:
     dtype: str  # 'int8', 'float16' or 'float32'
     tensor_qparams: dict[str, tuple[float, int]] = field(default_factory=dict)
     io_qparams: dict[str, tuple[float, int]] = field(default_factory=dict)
-    samples: list[list[np.ndarray]] = field(default_factory=list)  # normalised calibration
 
 
 def upgrade_opset(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -123,10 +122,11 @@ def input_specs(model: onnx.ModelProto) -> list[datasets.InputSpec]:
 
 def calibration_samples(prepared: onnx.ModelProto, config: Config, dataset: Any,
                         limit: int | None = None, cut: custom_ops.CutModel | None = None,
-                        ) -> list[list[np.ndarray]]:  # fmt: skip
+                        ) -> datasets.Samples:  # fmt: skip
     """The dataset read for `prepared`'s inputs and normalised with mean/std; samples of
     batch 1 are repeated to fill a multi-batch model's batch. With custom nodes cut out, the
-    dataset holds the original inputs and `compute` gives the cut model's extra ones."""
+    dataset holds the original inputs and `compute` gives the cut model's extra ones. The
+    samples are read as they are used (dataset.Samples): memory holds one at a time."""
     specs = input_specs(prepared)
     if cut is not None:
         specs = [s for s in specs if s.name in cut.original_inputs]
@@ -136,18 +136,23 @@ def calibration_samples(prepared: onnx.ModelProto, config: Config, dataset: Any,
     single = [datasets.InputSpec(s.name, (1, *s.shape[1:]) if s.shape else s.shape)
               for s in specs]  # fmt: skip
     rgb2bgr = [config.rgb2bgr_for(k) for k in range(len(specs))]
+    dataset = datasets.reiterable(dataset, limit)  # opened twice below at most
     try:
-        raw = datasets.load(dataset, specs, rgb2bgr, limit=limit)
+        raw = datasets.open_dataset(dataset, specs, rgb2bgr, limit=limit)
+        raw[0]  # the first sample decides: the model's batch, or batch 1 repeated
     except ConversionError:
         if all(s.shape == t.shape for s, t in zip(specs, single)):
             raise
-        raw = datasets.load(dataset, single, rgb2bgr, limit=limit)
-    out = []
-    for sample in raw:
+        raw = datasets.open_dataset(dataset, single, rgb2bgr, limit=limit)
+        raw[0]
+
+    def prepared_sample(sample: list[np.ndarray]) -> list[np.ndarray]:
         sample = datasets.normalise(sample, config.mean_values, config.std_values)
-        out.append([np.repeat(x, s.shape[0] // x.shape[0], axis=0)
-                    if x.ndim and s.shape and x.shape[0] != s.shape[0] else x
-                    for x, s in zip(sample, specs)])  # fmt: skip
+        return [np.repeat(x, s.shape[0] // x.shape[0], axis=0)
+                if x.ndim and s.shape and x.shape[0] != s.shape[0] else x
+                for x, s in zip(sample, specs)]  # fmt: skip
+
+    out = raw.map(prepared_sample)
     return cut.extend_samples(out) if cut is not None else out
 
 
@@ -198,5 +203,4 @@ def compile_model(
         rknn_batch_size=rknn_batch_size or 1,
     )  # fmt: skip
     return Built(container.write(meta.to_json(), graph, weights), prepared, kept,
-                 float_dtype, tensor_qparams, dict(io_qparams or {}),
-                 list(samples or []))  # fmt: skip
+                 float_dtype, tensor_qparams, dict(io_qparams or {}))

@@ -15,6 +15,7 @@ between the NPU segments and the CPU op are int8 (or float16) exactly as the NPU
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..model.custom_ops import CUSTOM_DOMAIN, attribute_value
 from ..sessions import factory, policies
+from .dataset import Samples, as_samples
 from .errors import ConversionError
 
 _CUT = "__cst_in"  # a graph output of the cut model that is also one of its inputs
@@ -84,37 +86,44 @@ class CutModel:
     extra_inputs: list[str] = field(default_factory=list)
     extra_outputs: list[str] = field(default_factory=list)
 
-    def extend_samples(self, samples: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+    def extend_samples(self, samples: Sequence[list[np.ndarray]]) -> Samples:
         """Samples for the cut model: each calibration sample (normalised with mean/std, one
-        array per original input) plus the custom outputs that `compute` gives for it."""
-        session = factory.create(self.model, policies.REFERENCE)
+        array per original input) plus the custom outputs that `compute` gives for it,
+        computed as each sample is read."""
+        sessions: list[Any] = []  # one reference session, made on first use
+
+        def extend(sample: list[np.ndarray]) -> list[np.ndarray]:
+            if not sessions:
+                sessions.append(factory.create(self.model, policies.REFERENCE))
+            return self._extend(sessions[0], sample)
+
+        return as_samples(samples).map(extend)
+
+    def _extend(self, session: Any, sample: list[np.ndarray]) -> list[np.ndarray]:
         shapes = {vi.name: vi.type.tensor_type for vi in self.model.graph.input}
-        out: list[list[np.ndarray]] = []
-        for sample in samples:
-            feed: dict[str, np.ndarray] = {
-                name: np.asarray(x, np.float32) for name, x in zip(self.original_inputs, sample)
-            }
-            for name in self.extra_inputs:
-                t = shapes[name]
-                feed[name] = np.zeros(
-                    [d.dim_value for d in t.shape.dim], helper.tensor_dtype_to_np_dtype(t.elem_type)
-                )
-            for node in self.nodes:  # in graph order: each node's inputs are final when read
-                wanted = [i for i in node.input if i not in feed]
-                values = dict(zip(wanted, session.run(wanted, feed))) if wanted else {}
-                ins = [feed[i] if i in feed else values[i] for i in node.input]
-                try:
-                    values = list(self.ops[node.op_type].compute(node, ins))
-                    for name, value in zip(node.output, values, strict=True):
-                        key = name + _CUT if name + _CUT in feed else name
-                        feed[key] = np.asarray(value, feed[key].dtype).reshape(feed[key].shape)
-                except Exception as exc:  # the user's code, or outputs shape_infer did not promise
-                    raise ConversionError(
-                        f"custom op {node.op_type} at node '{node.name}': compute failed during "
-                        f"calibration: {type(exc).__name__}: {exc}"
-                    ) from None
-            out.append([*sample, *(feed[n] for n in self.extra_inputs)])
-        return out
+        feed: dict[str, np.ndarray] = {
+            name: np.asarray(x, np.float32) for name, x in zip(self.original_inputs, sample)
+        }
+        for name in self.extra_inputs:
+            t = shapes[name]
+            feed[name] = np.zeros(
+                [d.dim_value for d in t.shape.dim], helper.tensor_dtype_to_np_dtype(t.elem_type)
+            )
+        for node in self.nodes:  # in graph order: each node's inputs are final when read
+            wanted = [i for i in node.input if i not in feed]
+            values = dict(zip(wanted, session.run(wanted, feed))) if wanted else {}
+            ins = [feed[i] if i in feed else values[i] for i in node.input]
+            try:
+                values = list(self.ops[node.op_type].compute(node, ins))
+                for name, value in zip(node.output, values, strict=True):
+                    key = name + _CUT if name + _CUT in feed else name
+                    feed[key] = np.asarray(value, feed[key].dtype).reshape(feed[key].shape)
+            except Exception as exc:  # the user's code, or outputs shape_infer did not promise
+                raise ConversionError(
+                    f"custom op {node.op_type} at node '{node.name}': compute failed during "
+                    f"calibration: {type(exc).__name__}: {exc}"
+                ) from None
+        return [*sample, *(feed[n] for n in self.extra_inputs)]
 
 
 def cut(model: onnx.ModelProto, ops: dict[str, Any]) -> CutModel | None:

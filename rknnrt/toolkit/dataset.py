@@ -6,14 +6,23 @@ input's size with a warning, as the vendor does) or a `.npy` file in the model's
 (NCHW for 4-D inputs; an unambiguous NHWC array is accepted too). A relative path is looked up
 next to the dataset file first, then in the working directory. Every error names the file and
 the line.
+
+Samples are read one at a time, when calibration (or any other pass) uses them (`Samples`), so
+a dataset of any length takes the memory of one sample; what is kept per sample is its line's
+offset in the dataset file.
 """
 
 from __future__ import annotations
 
+import itertools
+import locale
 import os
+import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from array import array as int_array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -97,48 +106,150 @@ def _warn(message: str) -> None:
     sys.stderr.write(f"W {message}\n")
 
 
+class Samples(Sequence):
+    """Samples read when they are used: `read(k)` gives sample k. Memory holds one sample at
+    a time whatever the dataset's length (each pass reads the files again); a slice is a view
+    and `map` transforms each sample as it is read. `after_pass` runs when an iteration has
+    gone through every sample (the resize warning)."""
+
+    def __init__(self, read: Callable[[int], list[np.ndarray]], indices: range,
+                 after_pass: Callable[[], None] | None = None) -> None:  # fmt: skip
+        self._read, self._indices, self._after_pass = read, indices, after_pass
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+    def __getitem__(self, k):  # type: ignore[override]  # an int gives a sample, a slice a view
+        if isinstance(k, slice):
+            return Samples(self._read, self._indices[k])
+        return self._read(self._indices[k])
+
+    def __iter__(self) -> Iterator[list[np.ndarray]]:
+        for k in self._indices:
+            yield self._read(k)
+        if self._after_pass is not None:
+            self._after_pass()
+
+    def map(self, transform: Callable[[list[np.ndarray]], list[np.ndarray]]) -> Samples:
+        read = self._read
+        return Samples(lambda k: transform(read(k)), self._indices, self._after_pass)
+
+
+def as_samples(samples: Sequence[list[np.ndarray]]) -> Samples:
+    """Any sequence of samples as `Samples` (itself when it is one)."""
+    if isinstance(samples, Samples):
+        return samples
+    return Samples(samples.__getitem__, range(len(samples)))
+
+
+def reiterable(dataset: Any, limit: int | None = None) -> Any:
+    """A dataset that can be read more than once: a path or a sequence as it is; another
+    iterable (a generator: it can be read once only) is gathered into a list."""
+    if isinstance(dataset, (str, os.PathLike, Sequence, np.ndarray)):
+        return dataset
+    return list(itertools.islice(dataset, limit))
+
+
+_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n|$)")  # a line as text mode reads one
+
+
+def _line_offsets(name: str, inputs: int, limit: int | None) -> tuple[int_array, int_array, str]:
+    """(byte offset, line number) of every non-blank line of a dataset file, and its encoding:
+    16 bytes per sample, whatever the paths' length. Lines end as in text mode (LF, CR LF or
+    CR); a line with a wrong number of paths is refused here, before any file is read."""
+    encoding = locale.getpreferredencoding(False)
+    offsets, numbers = int_array("q"), int_array("q")
+    number, offset = 0, 0
+    try:
+        with files.open_regular(name, "rb") as f:
+            for raw in f:
+                for line in _LINE.finditer(raw):
+                    if not line.group():
+                        continue  # the empty match at the end of the chunk
+                    number += 1
+                    paths = line.group().decode(encoding).split()
+                    if not paths or (limit is not None and len(offsets) >= limit):
+                        continue
+                    if len(paths) != inputs:
+                        raise ConversionError(f"dataset line {number} has {len(paths)} files "
+                                              f"for {inputs} inputs ({name})")  # fmt: skip
+                    offsets.append(offset + line.start())
+                    numbers.append(number)
+                offset += len(raw)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConversionError(f"cannot read dataset file {name!r}: {exc}") from None
+    return offsets, numbers, encoding
+
+
+def _file_samples(name: str, specs: Sequence[InputSpec], rgb2bgr: Sequence[bool],
+                  warn: Callable[[str], None], limit: int | None) -> Samples:  # fmt: skip
+    offsets, numbers, encoding = _line_offsets(name, len(specs), limit)
+    base = os.path.dirname(os.path.abspath(name))
+    resized: dict[int, str] = {}  # sample -> the first resize message (one warning per dataset)
+    warned = False
+
+    def read(k: int) -> list[np.ndarray]:
+        try:
+            with files.open_regular(name, "rb") as f:
+                f.seek(offsets[k])
+                text = _LINE.match(f.readline()).group().decode(encoding)  # type: ignore[union-attr]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConversionError(f"cannot read dataset file {name!r}: {exc}") from None
+        messages: list[str] = []
+        try:
+            sample = read_file_sample([resolve(p, base) for p in text.split()], specs, rgb2bgr,
+                                      messages.append)  # fmt: skip
+        except ValueError as exc:
+            raise ConversionError(f"dataset line {numbers[k]} ({name}): {exc}") from None
+        if messages:
+            resized.setdefault(k, messages[0])
+        return sample
+
+    def after_pass() -> None:
+        nonlocal warned
+        if resized and not warned:
+            warned = True
+            warn(f"{len(resized)} dataset image(s) resized to the input size; first: "
+                 f"{resized[min(resized)]}")  # fmt: skip
+
+    return Samples(read, range(len(offsets)), after_pass)
+
+
+def _array_samples(items: Any, specs: Sequence[InputSpec], limit: int | None) -> Samples:
+    def read(k: int) -> list[np.ndarray]:
+        item = items[k]
+        arrays = list(item) if isinstance(item, (list, tuple)) else [item]
+        if len(arrays) != len(specs):
+            raise ConversionError(f"dataset sample {k}: {len(arrays)} arrays for "
+                                  f"{len(specs)} inputs")  # fmt: skip
+        try:
+            return [to_model_layout(np.asarray(a), s) for a, s in zip(arrays, specs)]
+        except ValueError as exc:
+            raise ConversionError(f"dataset sample {k}: {exc}") from None
+
+    count = len(items) if limit is None else min(len(items), max(int(limit), 0))
+    return Samples(read, range(count))
+
+
+def open_dataset(dataset: str | os.PathLike | Iterable, specs: Sequence[InputSpec],
+                 rgb2bgr: Sequence[bool] = (), warn: Callable[[str], None] = _warn,
+                 limit: int | None = None) -> Samples:  # fmt: skip
+    """The samples (a list of arrays, one per input, model layout, not yet normalised), each
+    read when it is used: a dataset file's lines are checked now, its files when read."""
+    if isinstance(dataset, (str, os.PathLike)):
+        samples = _file_samples(os.fspath(dataset), specs, rgb2bgr, warn, limit)
+    else:
+        samples = _array_samples(reiterable(dataset, limit), specs, limit)
+    if not len(samples):
+        raise ConversionError("the calibration dataset is empty")
+    return samples
+
+
 def load(dataset: str | os.PathLike | Iterable, specs: Sequence[InputSpec],
          rgb2bgr: Sequence[bool] = (), warn: Callable[[str], None] = _warn,
          limit: int | None = None) -> list[list[np.ndarray]]:  # fmt: skip
-    """Every sample (a list of arrays, one per input, model layout, not yet normalised)."""
-    samples: list[list[np.ndarray]] = []
-    if isinstance(dataset, (str, os.PathLike)):
-        name = os.fspath(dataset)
-        try:
-            with files.open_regular(name, "r") as f:
-                lines = [(n + 1, line.split()) for n, line in enumerate(f) if line.strip()]
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConversionError(f"cannot read dataset file {name!r}: {exc}") from None
-        base = os.path.dirname(os.path.abspath(name))
-        resized: list[str] = []
-        for number, paths in lines[:limit]:
-            where = f"dataset line {number} ({name})"
-            if len(paths) != len(specs):
-                raise ConversionError(f"dataset line {number} has {len(paths)} files for "
-                                      f"{len(specs)} inputs ({name})")  # fmt: skip
-            try:
-                samples.append(read_file_sample([resolve(p, base) for p in paths], specs,
-                                                rgb2bgr, resized.append))  # fmt: skip
-            except ValueError as exc:
-                raise ConversionError(f"{where}: {exc}") from None
-        if resized:
-            warn(f"{len(resized)} dataset image(s) resized to the input size; first: "
-                 f"{resized[0]}")  # fmt: skip
-    else:
-        for index, item in enumerate(dataset):
-            if limit is not None and index >= limit:
-                break
-            arrays = list(item) if isinstance(item, (list, tuple)) else [item]
-            if len(arrays) != len(specs):
-                raise ConversionError(f"dataset sample {index}: {len(arrays)} arrays for "
-                                      f"{len(specs)} inputs")  # fmt: skip
-            try:
-                samples.append([to_model_layout(np.asarray(a), s) for a, s in zip(arrays, specs)])
-            except ValueError as exc:
-                raise ConversionError(f"dataset sample {index}: {exc}") from None
-    if not samples:
-        raise ConversionError("the calibration dataset is empty")
-    return samples
+    """Every sample in a list (what open_dataset streams)."""
+    return list(open_dataset(dataset, specs, rgb2bgr, warn, limit))
 
 
 def normalise(sample: Sequence[np.ndarray], means: list | None, stds: list | None) -> list:

@@ -14,15 +14,17 @@
 from __future__ import annotations
 
 import ast
-import io
 import json
+import weakref
+import zipfile
 from collections.abc import Sequence
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import onnx
 
 from ..model import files, numerics
+from .dataset import Samples
 from .errors import ConversionError
 
 CONFIG_KEY = "rknnrt.config"
@@ -182,20 +184,51 @@ def read_model(path: str) -> tuple[onnx.ModelProto, dict[str, Any] | None]:
 
 
 def write_data(path: str, samples: Sequence[Sequence[np.ndarray]]) -> None:
-    arrays = {f"s{k}_i{i}": np.asarray(x, np.float32)
-              for k, sample in enumerate(samples) for i, x in enumerate(sample)}  # fmt: skip
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    files.write_atomic(path, buffer.getvalue())
+    """The samples as a numpy .npz (the members np.savez writes: s<k>_i<i>.npy), written one
+    array at a time: a streamed dataset is never held in memory."""
+
+    def write(f: IO[bytes]) -> None:
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for k, sample in enumerate(samples):
+                for i, x in enumerate(sample):
+                    name = f"s{k}_i{i}.npy"
+                    with archive.open(name, "w", force_zip64=True) as member:  # atomic: temp file
+                        np.lib.format.write_array(member, np.asarray(x, np.float32),
+                                                  allow_pickle=False)  # fmt: skip
+
+    files.write_atomic_with(path, write)
 
 
-def read_data(path: str, n_inputs: int) -> list[list[np.ndarray]]:
+def read_data(path: str, n_inputs: int) -> Samples:
+    """The samples of a .data file, each read when it is used: the archive stays open while
+    the samples are in use and is closed with them."""
+    where = f"cannot read hybrid data {path!r}"
     try:
-        with files.open_regular(path) as f, np.load(f, allow_pickle=False) as data:
-            count = len(data.files) // max(n_inputs, 1)
-            return [[data[f"s{k}_i{i}"] for i in range(n_inputs)] for k in range(count)]
-    except (OSError, ValueError, KeyError) as exc:
-        raise ConversionError(f"cannot read hybrid data {path!r}: {exc}") from None
+        f = files.open_regular(path)
+    except OSError as exc:
+        raise ConversionError(f"{where}: {exc}") from None
+    try:
+        data = np.load(f, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise ValueError("not a .npz archive")
+        count = len(data.files) // max(n_inputs, 1)
+        keys = [[f"s{k}_i{i}" for i in range(n_inputs)] for k in range(count)]
+        names = set(data.files)
+        missing = next((key for row in keys for key in row if key not in names), None)
+        if missing is not None:
+            raise ValueError(f"no array {missing!r} (not written by step 1)")
+    except (OSError, ValueError, EOFError) as exc:
+        f.close()
+        raise ConversionError(f"{where}: {exc}") from None
+
+    def read(k: int) -> list[np.ndarray]:
+        try:
+            return [data[key] for key in keys[k]]
+        except (OSError, ValueError, KeyError) as exc:
+            raise ConversionError(f"{where}: {exc}") from None
+
+    weakref.finalize(read, f.close)  # when no view of the samples is left
+    return Samples(read, range(count))
 
 
 def layers_between(model: onnx.ModelProto, start: str, end: str) -> list[str]:

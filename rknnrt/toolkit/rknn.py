@@ -382,14 +382,12 @@ class RKNN:
         rgb2bgr = [self._config.rgb2bgr_for(k) for k in range(len(specs))]
         if len(paths) != len(specs):
             raise ConversionError(f"{len(paths)} inputs given for a model with {len(specs)}")
-        try:
-            raw = [np.load(p, allow_pickle=False) if isinstance(p, (str, os.PathLike))
-                   and not str(p).lower().endswith(datasets.images.IMAGE_SUFFIXES) else p
-                   for p in paths]  # fmt: skip
-            sample = [datasets.read_image(os.fspath(p), s, rgb2bgr[k], lambda m: None)
+        try:  # files as a dataset line reads them (never a FIFO or a device: it would hang)
+            sample = [datasets.read_file_sample([os.fspath(p)], [s], [rgb2bgr[k]],
+                                                lambda m: None)[0]
                       if isinstance(p, (str, os.PathLike)) else
                       datasets.to_model_layout(np.asarray(p), s)
-                      for k, (p, s) in enumerate(zip(raw, single))]  # fmt: skip
+                      for k, (p, s) in enumerate(zip(paths, single))]  # fmt: skip
         except (OSError, ValueError) as exc:
             raise ConversionError(f"inputs: {exc}") from None
         sample = datasets.normalise(sample, self._config.mean_values,

@@ -11,6 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import rknnrt as rk
@@ -91,6 +92,13 @@ def test_every_reader_refuses_special_files(fifo, tmp_path) -> None:
         _no_hang(read_labels, str(fifo))
     with pytest.raises(ConversionError, match="FIFO"):
         _no_hang(hybrid.read_data, str(fifo), 1)
+
+
+def test_accuracy_analysis_refuses_a_fifo_input(tmp_path, fifo) -> None:
+    rc, rknn = _build([np.zeros((1, 3, 64, 64), np.float32)])
+    assert rc == 0, rknn.last_error
+    rc = _no_hang(rknn.accuracy_analysis, [str(fifo)], str(tmp_path / "snapshot"))
+    assert rc == -1 and "FIFO" in rknn.last_error
 
 
 def test_write_atomic_keeps_the_previous_file_when_writing_fails(tmp_path, monkeypatch) -> None:

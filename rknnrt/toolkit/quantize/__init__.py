@@ -80,7 +80,9 @@ def quantize_model(
             for out in node.output}  # fmt: skip
     half |= float_output_tails(model.graph)[1]  # a final Softmax's output, wrapped or not
     tensors = [t for t in stored_tensors(model.graph) if t in floats and t not in half]
-    samples = at_shape_sets(list(samples), shape_sets)
+    if not isinstance(samples, Sequence):  # a generator: calibration takes its length
+        samples = list(samples)
+    samples = at_shape_sets(samples, shape_sets)
     bounds = calibration_bounds(model.graph)
     qparams = calibrate(model, samples, tensors, algorithm, progress, bounds)
     concat_before_relu(model.graph, qparams)

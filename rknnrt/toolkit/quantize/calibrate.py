@@ -165,23 +165,28 @@ def calibrate(
     keep = algorithm != "normal"  # min/max need no values
     hists = {t: _Histogram(keep, _Histogram.CAP) for t in tensors}
     probed = [t for t in tensors if t not in names]
-    for k, sample in enumerate(samples):
-        feed = dict(zip(names, sample))
-        # graph inputs are outputs of the probe too
-        values = [*((n, feed[n]) for n in names if n in hists),
-                  *zip(probed, session.run(probed, feed))]  # fmt: skip
-        for t, v in values:
-            try:
-                hists[t].add(v)
-            except ValueError as exc:
-                if progress is _progress and k:
-                    sys.stderr.write("\n")  # the E line starts a line of its own
-                what = "input" if t in names else "tensor"
-                raise ConversionError(
-                    f"calibration sample {k + 1}: {what} '{t}' {exc}; a scale cannot be "
-                    "chosen from it (check the dataset and mean/std)"
-                ) from None
-        progress(k + 1, len(samples))
+    total, done = len(samples), 0
+    try:  # the samples are read as they are iterated (a streamed dataset file)
+        for k, sample in enumerate(samples):
+            feed = dict(zip(names, sample))
+            # graph inputs are outputs of the probe too
+            values = [*((n, feed[n]) for n in names if n in hists),
+                      *zip(probed, session.run(probed, feed))]  # fmt: skip
+            for t, v in values:
+                try:
+                    hists[t].add(v)
+                except ValueError as exc:
+                    what = "input" if t in names else "tensor"
+                    raise ConversionError(
+                        f"calibration sample {k + 1}: {what} '{t}' {exc}; a scale cannot be "
+                        "chosen from it (check the dataset and mean/std)"
+                    ) from None
+            done = k + 1
+            progress(done, total)
+    except ConversionError:
+        if progress is _progress and 0 < done < total:
+            sys.stderr.write("\n")  # the E line starts a line of its own
+        raise
     for t, (lo, hi) in (bounds or {}).items():
         if t in hists:
             h = hists[t]
