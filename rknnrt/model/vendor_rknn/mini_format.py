@@ -42,8 +42,7 @@ SECTIONS = struct.Struct("<7I")
 SECTIONS_END = 0x80
 TASK_SIZE = 40
 MAX_JSON = 1 << 20
-# Model field 1 of the mini files this reader decodes (rv1106b's "RKNPU w1" differs: refused).
-NPU_FORMATS = {"RKNPU t3": ("rv1103", "rv1106")}
+NPU_FORMATS = fileformat.MINI_NPU_FORMATS
 
 # CNA registers of a convolution task (the encoding Mesa's RK3588 NPU driver documents): the
 # strides and dilations (CONV_CON3) and the top/left padding (PAD_CON0).
