@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import onnx
 from onnx import helper
 
-from ..model import files
+from ..model import files, shape_guard
+from ..model.errors import ModelFormatError
 from .errors import ConversionError
 from .op_support import SUPPORTED_OPS
 
@@ -177,8 +178,10 @@ def check_ops(model: onnx.ModelProto) -> None:
 
 def complete_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
     """Give every graph output its inferred type (models may declare outputs untyped)."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    try:  # a hostile graph can abort onnx's own inference: shape_guard refuses it first
+        inferred = shape_guard.infer_shapes(model, strict_mode=False)
+    except ModelFormatError as exc:
+        raise ConversionError(f"shape inference failed: {exc}") from None
     except Exception as exc:  # onnx reports inference failures with several types
         raise ConversionError(f"shape inference failed: {exc}") from None
     for out in inferred.graph.output:

@@ -107,3 +107,19 @@ def test_rknn_init_refuses_the_fuzz_case(tmp_path) -> None:
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stdout.strip() == "-6" and "negative dimension" in done.stderr
+
+
+def test_load_onnx_refuses_the_graph_with_one_line(tmp_path) -> None:
+    """The converter's first inference (load_onnx) goes through the guard too: before, the
+    same file aborted the user's Python process inside load_onnx."""
+    code = (
+        "import sys\n"
+        "from rknnrt.toolkit import RKNN\n"
+        "rknn = RKNN()\n"
+        "print('load', rknn.load_onnx(model=sys.argv[1]))\n"
+    )
+    done = _run(tmp_path, code)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "load -1" in done.stdout
+    errors = [e for e in done.stderr.splitlines() if e.startswith("E ")]
+    assert len(errors) == 1 and "negative dimension" in errors[0], done.stderr[-800:]
