@@ -20,7 +20,7 @@ from ..board import perf
 from ..board import table as perf_table
 from ..errors import MODEL_INVALID, PARAM_INVALID, RknnError
 from ..lazy_imports import onnx, ort
-from . import deadline, fast_graph, fp16_layout, int8_depthwise
+from . import deadline, fast_graph, fp16_layout, int8_depthwise, int8_islands
 
 
 def open_program(graph: bytes, **kwargs: Any) -> Any:
@@ -114,8 +114,11 @@ class Program:
         names, values = list(views), list(views.values())
         try:
             graph = fast_graph.rewrite(graph)  # exact, faster in onnxruntime
-            if switches.int8_depthwise():  # exact: depthwise convs off a slow kernel path
-                graph, unused = int8_depthwise.rewrite(graph, views)
+            for on, module in ((switches.int8_depthwise(), int8_depthwise),
+                               (switches.int8_islands(), int8_islands)):
+                if not on:  # depthwise: exact, off a slow kernel path; islands: integer sums
+                    continue
+                graph, unused = module.rewrite(graph, views)
                 names, values = [n for n in names if n not in unused], \
                     [v for n, v in zip(names, values) if n not in unused]  # fmt: skip
             self.weight_views = list(zip(names, values)) if in_place else []
