@@ -29,6 +29,20 @@ def open_program(graph: bytes, **kwargs: Any) -> Any:
     return factory.create(graph, policies.PROGRAM, threads=switches.num_threads(), **kwargs)
 
 
+def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes, set[str]]:
+    """The graph onnxruntime runs for a program's `graph` (weights-section tensors `weights`),
+    and the weights it no longer reads: the channel shuffles as Gathers (exact), depthwise int8
+    convs off a slow kernel path (exact), float-island convs accumulated in integers (the
+    NPU's sums). tools/vendor_diff runs the same graph for its per-layer values."""
+    graph, unused = fast_graph.rewrite(graph), set()
+    for on, module in ((switches.int8_depthwise(), int8_depthwise),
+                       (switches.int8_islands(), int8_islands)):
+        if on:
+            graph, dropped = module.rewrite(graph, weights)
+            unused |= dropped
+    return graph, unused
+
+
 def _weights_as_inputs(graph: bytes) -> bytes:
     """The graph with every weights-section constant turned into a graph input, so that the
     program reads the weights where they lie (onnxruntime copies initializers it is given)."""
@@ -113,14 +127,9 @@ class Program:
         views = weight_views(meta, graph, weights)
         names, values = list(views), list(views.values())
         try:
-            graph = fast_graph.rewrite(graph)  # exact, faster in onnxruntime
-            for on, module in ((switches.int8_depthwise(), int8_depthwise),
-                               (switches.int8_islands(), int8_islands)):
-                if not on:  # depthwise: exact, off a slow kernel path; islands: integer sums
-                    continue
-                graph, unused = module.rewrite(graph, views)
-                names, values = [n for n in names if n not in unused], \
-                    [v for n, v in zip(names, values) if n not in unused]  # fmt: skip
+            graph, unused = execution_graph(graph, views)
+            names, values = [n for n in names if n not in unused], \
+                [v for n, v in zip(names, values) if n not in unused]  # fmt: skip
             self.weight_views = list(zip(names, values)) if in_place else []
             if in_place:
                 self.session = open_program(_weights_as_inputs(graph))
