@@ -62,12 +62,14 @@ def _model(configs: list[dict], seed: int = 0) -> onnx.ModelProto:
         elif tail == "add":  # a residual: the conv's output added to its input
             nodes.append(helper.make_node("Add", ["xd", src], [f"a{k}"]))
             src = f"a{k}"
-        if tail != "quantize":  # the conv's own output, to compare with the reference
+        if tail not in ("quantize", "int8"):  # the conv's own output, for the reference
             outputs.append(helper.make_tensor_value_info(f"c{k}", TensorProto.FLOAT, None))
         ys = const(f"ys{k}", np.array(cfg.get("ys", 0.05), np.float32))
-        yz = const(f"yz{k}", np.array(128, np.uint8))
+        signed = tail == "int8"  # an int8 output of a uint8 input: onnxruntime fuses nothing
+        yz = const(f"yz{k}", np.array(3, np.int8) if signed else np.array(128, np.uint8))
         nodes.append(helper.make_node("QuantizeLinear", [src, ys, yz], [f"y{k}"]))
-        outputs.append(helper.make_tensor_value_info(f"y{k}", TensorProto.UINT8, None))
+        outputs.append(helper.make_tensor_value_info(
+            f"y{k}", TensorProto.INT8 if signed else TensorProto.UINT8, None))  # fmt: skip
     graph = helper.make_graph(nodes, "islands", [helper.make_tensor_value_info(
         "x", TensorProto.UINT8, [1, 16, H, H])], outputs, inits)  # fmt: skip
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -76,6 +78,12 @@ def _model(configs: list[dict], seed: int = 0) -> onnx.ModelProto:
 def _reference(model: onnx.ModelProto, x: np.ndarray, k: int) -> np.ndarray:
     """Config k's conv output by its definition: acc = sum (x - xz)(w - wz[c]) + bias[c] in
     int64, then float32(acc) * float32(xs * ws[c])."""
+    acc, m = _accumulator(model, x, k)
+    return (acc.astype(np.float32) * m[:, None, None])[None]
+
+
+def _accumulator(model: onnx.ModelProto, x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Config k's int64 accumulator (C, H', W') and float32 xs * ws[c]."""
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     conv = next(n for n in model.graph.node if n.op_type == "Conv" and n.output[0] == f"c{k}")
     attrs = {a.name: (list(a.ints) if a.ints else a.i) for a in conv.attribute}
@@ -95,7 +103,7 @@ def _reference(model: onnx.ModelProto, x: np.ndarray, k: int) -> np.ndarray:
                 window = xc[first : first + per_group, i : i + s * out : s, j : j + s * out : s]
                 acc[o] += np.tensordot(w[o, :, i, j], window, axes=1)
     m = (np.float32(XS) * np.broadcast_to(consts[f"ws{k}"], (cout,))).astype(np.float32)
-    return (acc.astype(np.float32) * m[:, None, None])[None]
+    return acc, m
 
 
 def _inputs() -> list[np.ndarray]:
@@ -180,3 +188,102 @@ def test_parts_bound_every_sum() -> None:
 def test_convs_outside_the_rule_are_left(config) -> None:
     model = _model([config])
     assert int8_islands.islands_as_integers(model.graph, {}) == 0
+
+
+def test_unfused_stored_outputs_are_requantised_as_integer_kernels_do() -> None:
+    """Conv -> QuantizeLinear with a uint8 input and an int8 output (the program's int8 graph
+    outputs) is not fused by onnxruntime: rewritten, it rounds float32(acc) *
+    float32(xs * ws / ys) once, as QLinearConv does."""
+    configs = [{"tail": "int8", "ys": 0.5}, {"tail": "int8", "k": 1, "ys": 0.3, "group": 4}]
+    model = _model(configs)
+    fast = onnx.ModelProto()
+    fast.CopyFrom(model)
+    assert int8_islands.islands_as_integers(fast.graph, {}) == 2
+    assert not any(n.op_type == "Conv" and n.input[1].startswith("wd") for n in fast.graph.node)
+    for x in _inputs():
+        quick = _run(fast, x)
+        for k, cfg in enumerate(configs):
+            acc, m = _accumulator(model, x, k)
+            m = (m / np.float32(cfg["ys"])).astype(np.float32)
+            expect = np.clip(np.rint(acc.astype(np.float32) * m[:, None, None]) + 3, -128,
+                             127).astype(np.int8)[None]  # fmt: skip
+            assert np.ptp(quick[k].astype(np.int64)) > 50
+            assert quick[k].tobytes() == expect.tobytes()
+
+
+def _matrix_model(op: str, trans_b: int, tail: str, seed: int = 0) -> onnx.ModelProto:
+    """x (uint8, 5 x 40) -> Gemm/MatMul with int8 per-column weights (Gemm: int32 bias) ->
+    Sigmoid then QuantizeLinear (an island), or an int8 QuantizeLinear (stored, unfused)."""
+    rng = np.random.RandomState(seed)
+    n, k = 12, 40
+    w = rng.randint(-128, 128, (n, k) if trans_b else (k, n)).astype(np.int8)
+    ws = (rng.rand(n) * 0.02 + 0.001).astype(np.float32)
+    wz = rng.randint(-40, 40, n).astype(np.int8)
+    inits = [numpy_helper.from_array(v, name) for name, v in [
+        ("xs", np.array(XS, np.float32)), ("xz", np.array(XZ, np.uint8)), ("w", w),
+        ("ws", ws), ("wz", wz), ("b", rng.randint(-3000, 3001, n).astype(np.int32)),
+        ("bs", (np.float32(XS) * ws).astype(np.float32)), ("bz", np.zeros(n, np.int32)),
+        ("ys", np.array(0.004 if tail == "sigmoid" else 0.4, np.float32)),
+        ("yz", np.array(0, np.uint8) if tail == "sigmoid" else np.array(-5, np.int8))]]
+    nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"],
+                              axis=0 if trans_b else 1)]  # fmt: skip
+    if op == "Gemm":
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bd"], axis=0))
+        nodes.append(helper.make_node("Gemm", ["xd", "wd", "bd"], ["c"], transB=trans_b))
+    else:
+        nodes.append(helper.make_node("MatMul", ["xd", "wd"], ["c"]))
+    src = "c"
+    if tail == "sigmoid":
+        nodes.append(helper.make_node("Sigmoid", ["c"], ["g"]))
+        src = "g"
+    nodes.append(helper.make_node("QuantizeLinear", [src, "ys", "yz"], ["y"]))
+    out_type = TensorProto.UINT8 if tail == "sigmoid" else TensorProto.INT8
+    graph = helper.make_graph(nodes, "matrix", [helper.make_tensor_value_info(
+        "x", TensorProto.UINT8, [5, k])], [helper.make_tensor_value_info("y", out_type, None)],
+        inits)  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("op, trans_b", [("Gemm", 1), ("Gemm", 0), ("MatMul", 0)])
+@pytest.mark.parametrize("tail", ["sigmoid", "int8"])
+@pytest.mark.parametrize("limit", [2.0**24, 2.0**18])  # one product, or parts in int32
+def test_matrix_products_follow_the_integer_definition(op, trans_b, tail, limit) -> None:
+    model = _matrix_model(op, trans_b, tail)
+    fast = onnx.ModelProto()
+    fast.CopyFrom(model)
+    assert int8_islands.islands_as_integers(fast.graph, {}, limit) == 1
+    assert (sum(n.op_type == "Slice" for n in fast.graph.node) > 0) == (limit < 2**24)
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    w = consts["w"].astype(np.int64)
+    w = (w if trans_b else w.T) - consts["wz"].astype(np.int64)[:, None]
+    m = (np.float32(XS) * consts["ws"]).astype(np.float32)
+    rng = np.random.RandomState(4)
+    for x in [rng.randint(0, 256, (5, 40)).astype(np.uint8), np.full((5, 40), 255, np.uint8)]:
+        acc = (x.astype(np.int64) - XZ) @ w.T
+        if op == "Gemm":
+            acc = acc + consts["b"]
+        ys, yz = np.float32(consts["ys"]), int(consts["yz"])
+        if tail == "sigmoid":
+            real = (acc.astype(np.float32) * m).astype(np.float32)
+            got = _run(fast, x)[0].astype(np.int64)
+            plain = _run(model, x)[0].astype(np.int64)  # the float path: at most a step away
+            expect = _run(_sigmoid_quantizer(ys, yz), real)[0].astype(np.int64)
+            assert np.abs(plain - got).max() <= 1
+        else:
+            expect = np.clip(np.rint(acc.astype(np.float32) * (m / ys)) + yz, -128, 127)
+            got = _run(fast, x)[0].astype(np.int64)
+        assert np.ptp(got) > 20
+        assert np.array_equal(got, expect)
+
+
+def _sigmoid_quantizer(ys: np.float32, yz: int) -> onnx.ModelProto:
+    """Sigmoid then QuantizeLinear on a float input: the tail of the island, alone."""
+    graph = helper.make_graph(
+        [helper.make_node("Sigmoid", ["x"], ["g"]),
+         helper.make_node("QuantizeLinear", ["g", "ys", "yz"], ["y"])], "tail",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+        [numpy_helper.from_array(np.array(ys, np.float32), "ys"),
+         numpy_helper.from_array(np.array(yz, np.uint8), "yz")])  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])

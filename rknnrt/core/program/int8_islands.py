@@ -56,31 +56,73 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray],
     return model.SerializeToString(), unused
 
 
-def _candidate(g: _Lookup, conv) -> dict | None:
-    """The parts of an int8 conv onnxruntime would run in float (not fused), or None."""
-    if conv.op_type != "Conv" or conv.domain or len(conv.input) < 2 or len(conv.output) != 1:
+def _weights(g: _Lookup, node, w_dq) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """`node`'s int8 weights as (output channel, reduced axes...) with per-channel scales and
+    zero points (a per-tensor pair repeated), or None outside the forms handled: Conv (any
+    group), Gemm (transA 0, alpha = beta = 1), MatMul with a constant 2-D right side."""
+    w, ws, wz = (g.const(n) for n in w_dq.input)
+    if w is None or ws is None or wz is None or w.dtype not in (np.int8, np.uint8) \
+            or ws.dtype != np.float32:  # fmt: skip
         return None
-    x_dq, w_dq = _dq(g, conv.input[0]), _dq(g, conv.input[1])
+    if node.op_type == "Conv":
+        if w.ndim < 3:
+            return None
+        axis = 0
+    elif node.op_type == "Gemm":
+        if w.ndim != 2 or _attr(node, "transA", 0) or _attr(node, "alpha", 1.0) != 1.0 \
+                or _attr(node, "beta", 1.0) != 1.0:  # fmt: skip
+            return None
+        axis = 0 if _attr(node, "transB", 0) else 1
+    elif node.op_type == "MatMul":
+        if w.ndim != 2:
+            return None
+        axis = 1
+    else:
+        return None
+    channels = w.shape[axis]
+    if ws.size == 1 and wz.size == 1:
+        ws, wz = np.full(channels, ws.reshape(-1)[0]), np.full(channels, wz.reshape(-1)[0])
+    elif _attr(w_dq, "axis", 1) != axis or ws.size != channels or wz.size != channels:
+        return None
+    w = w if axis == 0 else w.T
+    centred = w.astype(np.int64) - wz.astype(np.int64).reshape(-1, *[1] * (w.ndim - 1))
+    return centred, ws.astype(np.float32).reshape(-1), wz
+
+
+def _stored_after(g: _Lookup, node, x_type: int) -> tuple[object, list] | None:
+    """(the QuantizeLinear storing `node`'s output, the Relu/Clip it makes redundant) where
+    onnxruntime would not fuse them (its integer kernels give the output the input's type);
+    None where it would, or where no such QuantizeLinear follows."""
+    found = _quantize_after(g, node)
+    if found is None or g.elem_type(found[0].input[2]) == x_type:
+        return None
+    return found
+
+
+def _candidate(g: _Lookup, node) -> dict | None:
+    """The parts of an int8 Conv/Gemm/MatMul onnxruntime would run in float, or None."""
+    if node.op_type not in ("Conv", "Gemm", "MatMul") or node.domain or len(node.input) < 2 \
+            or len(node.output) != 1:  # fmt: skip
+        return None
+    x_dq, w_dq = _dq(g, node.input[0]), _dq(g, node.input[1])
     if x_dq is None or w_dq is None:
         return None
     xs, xz = _scalar(g, x_dq.input[1]), _scalar(g, x_dq.input[2])
-    w, ws, wz = (g.const(n) for n in w_dq.input)
-    if xs is None or xz is None or w is None or ws is None or wz is None:
+    x_type = g.elem_type(x_dq.input[2])
+    if xs is None or xz is None or x_type not in _RANGES or xs.dtype != np.float32:
         return None
-    if g.elem_type(x_dq.input[2]) not in _RANGES or w.dtype not in (np.int8, np.uint8) \
-            or xs.dtype != np.float32 or ws.dtype != np.float32 or w.ndim < 3:  # fmt: skip
+    weights = _weights(g, node, w_dq)
+    if weights is None:
         return None
-    channels = w.shape[0]
-    if ws.size == 1 and wz.size == 1:
-        ws, wz = np.full(channels, ws.reshape(-1)[0]), np.full(channels, wz.reshape(-1)[0])
-    elif _attr(w_dq, "axis", 1) != 0 or ws.size != channels or wz.size != channels:
-        return None
-    if _quantize_after(g, conv) is not None:
+    centred, ws, _ = weights
+    channels = centred.shape[0]
+    stored = _stored_after(g, node, x_type)
+    if stored is None and _quantize_after(g, node) is not None:
         return None  # onnxruntime fuses it into an integer kernel already
-    m = (np.float32(xs) * ws.astype(np.float32).reshape(-1)).astype(np.float32)
+    m = (np.float32(xs) * ws).astype(np.float32)
     bias = None
-    if len(conv.input) > 2 and conv.input[2]:
-        b_dq = _dq(g, conv.input[2])
+    if len(node.input) > 2 and node.input[2]:
+        b_dq = _dq(g, node.input[2])
         if b_dq is None:
             return None
         bias, bs, bz = (g.const(n) for n in b_dq.input)
@@ -92,11 +134,11 @@ def _candidate(g: _Lookup, conv) -> dict | None:
         if bs.size != channels or bs.reshape(-1).tobytes() != m.tobytes():
             return None  # a bias on another grid: not an integer of the accumulator
         bias = bias.reshape(-1).astype(np.int64)
-    centred = w.astype(np.int64) - wz.astype(np.int64).reshape(-1, *[1] * (w.ndim - 1))
-    lo, hi = _RANGES[g.elem_type(x_dq.input[2])]
+    lo, hi = _RANGES[x_type]
     reach = max(int(xz) - lo, hi - int(xz))
     return {"x_dq": x_dq, "xz": x_dq.input[2], "w": centred, "m": m, "bias": bias,
-            "reach": reach, "group": int(_attr(conv, "group", 1))}  # fmt: skip
+            "reach": reach, "group": int(_attr(node, "group", 1)), "stored": stored,
+            "ys": None if stored is None else _scalar(g, stored[0].input[1])}  # fmt: skip
 
 
 def parts(w: np.ndarray, bias: np.ndarray | None, reach: int, group: int,
@@ -144,26 +186,31 @@ def islands_as_integers(graph, weights: Mapping[str, np.ndarray], limit: float =
         added.append(onnx.numpy_helper.from_array(value, fresh(name)))
         return name
 
-    for conv in graph.node:
-        found = _candidate(g, conv)
+    removed: set[int] = set()
+    for node in graph.node:
+        found = _candidate(g, node)
         if found is None:
             continue
         ranges = parts(found["w"], found["bias"], found["reach"], found["group"], limit)
         if ranges is None:
             continue
-        out = conv.output[0]
-        base = f"{out}__int"
+        stored = found["stored"]
+        out = stored[0].output[0] if stored else node.output[0]
         try:
-            nodes, centred = _integer_conv(conv, found, ranges, base, fresh, const,
-                                           centred_inputs)  # fmt: skip
-        except ValueError:  # a name the graph already uses: leave this conv
+            nodes, centred = _integer_nodes(node, found, ranges, f"{out}__int", fresh, const,
+                                            centred_inputs)  # fmt: skip
+        except ValueError:  # a name the graph already uses: leave this node
             continue
-        centred_inputs.update(centred)
-        replace[id(conv)] = nodes
+        if stored:  # in the QuantizeLinear's place; its centred input is not shared
+            replace[id(stored[0])] = nodes
+            removed |= {id(node), *(id(a) for a in stored[1])}
+        else:
+            centred_inputs.update(centred)
+            replace[id(node)] = nodes
     if not replace:
         return 0
     # the weight and bias DequantizeLinear nodes nothing reads any more go too
-    nodes = graph_edit.live_nodes(graph, graph_edit.splice(graph, replace, set()))
+    nodes = graph_edit.live_nodes(graph, graph_edit.splice(graph, replace, removed))
     graph_edit.set_nodes(graph, nodes)
     graph.initializer.extend(added)
     used = {n for node in nodes for n in node.input}
@@ -174,10 +221,11 @@ def islands_as_integers(graph, weights: Mapping[str, np.ndarray], limit: float =
     return len(replace)
 
 
-def _integer_conv(conv, found: dict, ranges: list[tuple[int, int]], base: str, fresh, const,
-                  centred_inputs: dict) -> tuple[list, dict]:  # fmt: skip
-    """The nodes computing `conv`'s output as float32(acc) * m (module doc), and the centred
-    input they made (to be shared by later convs)."""
+def _integer_nodes(node, found: dict, ranges: list[tuple[int, int]], base: str, fresh, const,
+                   centred_inputs: dict) -> tuple[list, dict]:  # fmt: skip
+    """The nodes computing `node`'s output as float32(acc) * m (module doc), or for a stored
+    output its QuantizeLinear's as onnxruntime's integer kernels do, and the centred input
+    they made (to be shared by later nodes)."""
     make = onnx.helper.make_node
     nodes = []
     x_dq = found["x_dq"]
@@ -190,24 +238,31 @@ def _integer_conv(conv, found: dict, ranges: list[tuple[int, int]], base: str, f
                           name=f"{base}_centre"))  # fmt: skip
         made[key] = x
     w, bias, m = found["w"], found["bias"], found["m"]
-    attrs = list(conv.attribute)
+    op = node.op_type
     sums = []
     for k, (a, b) in enumerate(ranges):
         inputs = [x]
         if len(ranges) > 1:
             part = fresh(f"{base}_x{k}")
+            axis = -1 if op == "MatMul" else 1
             nodes.append(make("Slice", [x, const(f"{base}_from{k}", np.array([a], np.int64)),
                                         const(f"{base}_to{k}", np.array([b], np.int64)),
-                                        const(f"{base}_axis{k}", np.array([1], np.int64))],
+                                        const(f"{base}_axis{k}", np.array([axis], np.int64))],
                               [part], name=f"{base}_slice{k}"))  # fmt: skip
             inputs = [part]
-        inputs.append(const(f"{base}_w{k}", w[:, a:b].astype(np.float32)))
+        piece = w[:, a:b].astype(np.float32)
+        inputs.append(const(f"{base}_w{k}", piece.T.copy() if op == "MatMul" else piece))
         if bias is not None and k == 0:
             inputs.append(const(f"{base}_b", bias.astype(np.float32)))
         acc = fresh(f"{base}_acc{k}")
-        node = make("Conv", inputs, [acc], name=f"{base}_conv{k}")
-        node.attribute.extend(attrs)
-        nodes.append(node)
+        if op == "Conv":
+            made_node = make("Conv", inputs, [acc], name=f"{base}_conv{k}")
+            made_node.attribute.extend(node.attribute)
+        elif op == "Gemm":  # weights as (N, K)
+            made_node = make("Gemm", inputs, [acc], transB=1, name=f"{base}_gemm{k}")
+        else:
+            made_node = make("MatMul", inputs, [acc], name=f"{base}_matmul{k}")
+        nodes.append(made_node)
         sums.append(acc)
     if len(sums) > 1:  # each part exact in float32; their sum in int32
         ints = []
@@ -223,8 +278,16 @@ def _integer_conv(conv, found: dict, ranges: list[tuple[int, int]], base: str, f
         nodes.append(make("Cast", [total], [acc], to=_FLOAT, name=f"{base}_float"))
     else:
         acc = sums[0]
-    shape = m.reshape(-1, *[1] * (w.ndim - 2))
+    stored = found["stored"]
+    if stored:  # QLinearConv's requantisation: float32(acc) * (xs * ws / ys), one rounding
+        ys = np.float32(found["ys"])
+        m = (m / ys).astype(np.float32)
+    shape = m.reshape(-1, *[1] * (w.ndim - 2)) if op == "Conv" else m
     # m first: onnxruntime's ConvMulFusion folds only Mul(conv, constant) into the weights
-    nodes.append(make("Mul", [const(f"{base}_m", shape), acc], [conv.output[0]],
-                      name=f"{base}_scale"))  # fmt: skip
+    scaled = fresh(f"{base}_real") if stored else node.output[0]
+    nodes.append(make("Mul", [const(f"{base}_m", shape), acc], [scaled], name=f"{base}_scale"))
+    if stored:
+        one = const(f"{base}_unit", np.array(1.0, np.float32))
+        nodes.append(make("QuantizeLinear", [scaled, one, stored[0].input[2]],
+                          [stored[0].output[0]], name=f"{base}_round"))  # fmt: skip
     return nodes, made
