@@ -287,3 +287,48 @@ def _sigmoid_quantizer(ys: np.float32, yz: int) -> onnx.ModelProto:
         [numpy_helper.from_array(np.array(ys, np.float32), "ys"),
          numpy_helper.from_array(np.array(yz, np.uint8), "yz")])  # fmt: skip
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mobilenetv3_small", "efficientnet_b0"])
+def test_networks_give_the_same_bytes_with_parts_everywhere(name, tmp_path,
+                                                             monkeypatch) -> None:  # fmt: skip
+    """On a real architecture (SiLU/HardSwish/SE convs, the classifier's Gemm), the one-product
+    path and the int32 sum of parts (a bound of 2^20 splits a third of them) agree bit for bit."""
+    from rknnrt.lite import RKNNLite
+    from rknnrt.toolkit import RKNN
+    from tools.real_arch import catalog
+
+    shape = catalog.input_shape(name, test=True)
+    rng = np.random.RandomState(1)
+    rknn = RKNN()
+    rknn.config(target_platform="rk3588")
+    rknn.load_onnx(catalog.build(name, test=True))
+    calib = [[rng.rand(*shape).astype(np.float32)] for _ in range(2)]
+    assert rknn.build(do_quantization=True, dataset=calib) == 0
+    path = str(tmp_path / f"{name}.rknn")
+    assert rknn.export_rknn(path) == 0
+    x = rng.rand(*shape).astype(np.float32) * 1.5 - 0.2
+
+    def infer() -> list[np.ndarray]:
+        runtime = RKNNLite()
+        assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
+        try:
+            return runtime.inference([x], data_format="nchw")
+        finally:
+            runtime.release()
+
+    counts: list[int] = []
+    original = int8_islands.islands_as_integers
+    monkeypatch.setattr(int8_islands, "islands_as_integers",
+                        lambda g, w, limit=2.0**24: counts.append(original(g, w, limit))
+                        or counts[-1])  # fmt: skip
+    one = infer()
+    monkeypatch.setattr(int8_islands, "islands_as_integers",
+                        lambda g, w, limit=2.0**24: counts.append(original(g, w, 2.0**20))
+                        or counts[-1])  # fmt: skip
+    split = infer()
+    assert counts[0] > 10 and counts[1] == counts[0]  # all of them, many in parts
+    for a, b in zip(one, split):
+        assert np.ptp(a) > 0
+        assert a.tobytes() == b.tobytes()
