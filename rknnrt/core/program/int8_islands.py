@@ -48,11 +48,7 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray],
     model = onnx.load_model_from_string(bytes(graph))
     if not islands_as_integers(model.graph, weights, limit):
         return graph, set()
-    used = {name for node in model.graph.node for name in node.input}
-    unused = {name for name in weights if name not in used}
-    keep = [t for t in model.graph.initializer if t.name not in unused]
-    del model.graph.initializer[:]
-    model.graph.initializer.extend(keep)
+    unused = graph_edit.drop_unused_weights(model, weights)
     return model.SerializeToString(), unused
 
 
@@ -209,15 +205,7 @@ def islands_as_integers(graph, weights: Mapping[str, np.ndarray], limit: float =
             replace[id(node)] = nodes
     if not replace:
         return 0
-    # the weight and bias DequantizeLinear nodes nothing reads any more go too
-    nodes = graph_edit.live_nodes(graph, graph_edit.splice(graph, replace, removed))
-    graph_edit.set_nodes(graph, nodes)
-    graph.initializer.extend(added)
-    used = {n for node in nodes for n in node.input}
-    keep = [t for t in graph.initializer if t.name in used or t.data_location ==
-            onnx.TensorProto.EXTERNAL]  # fmt: skip
-    del graph.initializer[:]
-    graph.initializer.extend(keep)
+    graph_edit.apply(graph, replace, removed, added)
     return len(replace)
 
 
