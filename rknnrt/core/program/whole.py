@@ -33,7 +33,8 @@ def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes
     """The graph onnxruntime runs for a program's `graph` (weights-section tensors `weights`),
     and the weights it no longer reads: the channel shuffles as Gathers (exact), depthwise int8
     convs off a slow kernel path (exact), float-island convs accumulated in integers (the
-    NPU's sums). tools/vendor_diff runs the same graph for its per-layer values."""
+    NPU's sums). Each NPU segment of a segmented program runs it too, and tools/vendor_diff
+    for its per-layer values."""
     graph, unused = fast_graph.rewrite(graph), set()
     for on, module in ((switches.int8_depthwise(), int8_depthwise),
                        (switches.int8_islands(), int8_islands)):
