@@ -21,59 +21,17 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from rknnrt.lite import RKNNLite  # noqa: E402
+from benchmarks.runtimes import alternate, baseline_options, build  # noqa: E402
 from rknnrt.sessions import int8_kernels  # noqa: E402
-from rknnrt.toolkit import RKNN  # noqa: E402
 from tools.real_arch import catalog  # noqa: E402
-
-
-def build(model: onnx.ModelProto, quantize: bool, calib: list, path: str) -> RKNNLite:
-    rknn = RKNN()
-    rknn.config(target_platform="rk3588", float_dtype="float16")
-    rknn.load_onnx(model)
-    if rknn.build(do_quantization=quantize, dataset=calib if quantize else None) != 0:
-        raise RuntimeError(f"build failed: {rknn.last_error}")
-    rknn.export_rknn(path)
-    runtime = RKNNLite()
-    runtime.load_rknn(path)
-    if runtime.init_runtime() != 0:
-        raise RuntimeError("init_runtime failed")
-    return runtime
-
-
-def alternate(runs: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Median ms of each callable, run in turn `repeat` times after one warm-up each."""
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for fn in runs.values():
-        fn()
-    for _ in range(repeat):
-        for key, fn in runs.items():
-            start = time.perf_counter()
-            fn()
-            times[key].append(time.perf_counter() - start)
-    return {k: statistics.median(v) * 1e3 for k, v in times.items()}
-
-
-def baseline_options() -> ort.SessionOptions:
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.add_session_config_entry("session.force_spinning_stop", "1")
-    threads = os.environ.get("RKNNRT_NUM_THREADS", "")
-    if threads.isdigit():
-        options.intra_op_num_threads = int(threads)
-    return options
 
 
 def main() -> None:

@@ -80,6 +80,12 @@ INT8_DEPTHWISE = Switch(
     "onnxruntime's slow QLinearConv path (core/program/int8_depthwise.py: same outputs; read at "
     "rknn_init)",
 )  # fmt: skip
+INT8_ISLANDS = Switch(
+    "RKNNRT_INT8_ISLANDS", "1",
+    "0 runs an int8 program's convs whose output is not stored in float32 on dequantised "
+    "weights, as before, instead of accumulating them in integers as the NPU does "
+    "(core/program/int8_islands.py; read at rknn_init)",
+)  # fmt: skip
 LAYOUT_CACHE_MB = Switch(
     "RKNNRT_LAYOUT_CACHE_MB", "1024",
     "the most the cache of laid-out float16 programs may hold (core/program/layout_cache.py: "
@@ -92,8 +98,8 @@ CACHE_DIR = Switch(
     "$XDG_CACHE_HOME/rknnrt or ~/.cache/rknnrt (read when a cache is used)",
 )  # fmt: skip
 TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
-         FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE, LAYOUT_CACHE_MB,
-         CACHE_DIR)  # fmt: skip
+         FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE, INT8_ISLANDS,
+         LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
 
 
 # Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
@@ -194,6 +200,10 @@ def fp16_blocked() -> bool:
 
 def int8_depthwise() -> bool:
     return raw(INT8_DEPTHWISE) != "0"
+
+
+def int8_islands() -> bool:
+    return raw(INT8_ISLANDS) != "0"
 
 
 def call_wait_ms() -> int:

@@ -128,3 +128,50 @@ def test_a_shuffle_whose_inner_tensor_is_read_elsewhere_is_kept(tmp_path) -> Non
 def test_rewrite_leaves_graphs_without_shuffles_untouched() -> None:
     graph = b"\x08\x07" + b"no transposes here"
     assert fast_graph.rewrite(graph) is graph
+
+
+def _pool_model(q_scale: float, signed: bool = False) -> onnx.ModelProto:
+    """x (uint8 or int8) -> DequantizeLinear -> MaxPool (5x5, pads 2; 3x3 stride 2, ceil) ->
+    QuantizeLinear at `q_scale`, the dequantised map also read by a Concat (YOLO's SPPF)."""
+    h = onnx.helper
+    elem = onnx.TensorProto.INT8 if signed else onnx.TensorProto.UINT8
+    zp = np.array(-7, np.int8) if signed else np.array(105, np.uint8)
+    inits = [numpy_helper.from_array(np.array(0.0125, np.float32), "s"),
+             numpy_helper.from_array(zp, "z"),
+             numpy_helper.from_array(np.array(q_scale, np.float32), "qs")]  # fmt: skip
+    nodes = [h.make_node("DequantizeLinear", ["x", "s", "z"], ["xd"]),
+             h.make_node("MaxPool", ["xd"], ["p1"], kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
+             h.make_node("QuantizeLinear", ["p1", "qs", "z"], ["q1"]),
+             h.make_node("MaxPool", ["xd"], ["p2"], kernel_shape=[3, 3], strides=[2, 2],
+                         ceil_mode=1),
+             h.make_node("QuantizeLinear", ["p2", "qs", "z"], ["q2"]),
+             h.make_node("Concat", ["xd", "xd"], ["both"], axis=1)]  # fmt: skip
+    outputs = [h.make_tensor_value_info(n, t, None) for n, t in
+               [("q1", elem), ("q2", elem), ("both", onnx.TensorProto.FLOAT)]]  # fmt: skip
+    graph = h.make_graph(nodes, "pools", [h.make_tensor_value_info("x", elem, [1, 6, 11, 11])],
+                         outputs, inits)  # fmt: skip
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_max_pools_on_the_grid_read_the_integers(signed) -> None:
+    model = _pool_model(0.0125, signed)
+    fast = onnx.ModelProto()
+    fast.CopyFrom(model)
+    assert fast_graph.pools_on_the_grid(fast.graph) == 2
+    assert [n.input[0] for n in fast.graph.node if n.op_type == "MaxPool"] == ["x", "x"]
+    rng = np.random.RandomState(0)
+    dtype = np.int8 if signed else np.uint8
+    info = np.iinfo(dtype)
+    for x in [rng.randint(info.min, info.max + 1, (1, 6, 11, 11)).astype(dtype),
+              np.full((1, 6, 11, 11), info.min, dtype)]:  # fmt: skip
+        plain = _session_outputs(model, {"x": x})
+        quick = _session_outputs(fast, {"x": x})
+        assert np.ptp(plain[0].astype(np.int64)) > 0 or x.min() == x.max()
+        for a, b in zip(plain, quick):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def test_a_max_pool_requantised_to_another_grid_is_kept() -> None:
+    model = _pool_model(0.02)
+    assert fast_graph.pools_on_the_grid(model.graph) == 0

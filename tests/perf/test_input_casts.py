@@ -7,7 +7,7 @@ import numpy as np
 import onnx
 import pytest
 
-from rknnrt.core.program import input_casts
+from rknnrt.core.program import input_casts, whole
 from rknnrt.lite import RKNNLite
 from rknnrt.sessions import factory, policies
 from rknnrt.toolkit import RKNN
@@ -97,8 +97,10 @@ def test_inputs_set_uses_it_with_the_numpy_converted_result(dtype, tmp_path,
     monkeypatch.setattr(input_casts, "_session", lambda kind: used.append(kind) or original(kind))
     runtime = RKNNLite()
     assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
-    # the program's own policy: exact int8 kernels where this CPU's fast ones saturate
-    session = factory.create(program, policies.PROGRAM)
+    # the graph the runtime runs (whole.execution_graph: the integer island sums) under the
+    # program's own policy: exact int8 kernels where this CPU's fast ones saturate
+    graph, _ = whole.execution_graph(program.SerializeToString(), {})
+    session = factory.create(graph, policies.PROGRAM)
     try:
         for _ in range(3):
             x = (rng.randn(1, 3, size, size) * 3).astype(np.float32)

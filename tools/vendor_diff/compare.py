@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 
 import rknnrt as rk
+from rknnrt.core.program import whole
 from rknnrt.lite import RKNNLite
 from rknnrt.model import numerics
 from rknnrt.toolkit import RKNN, passes
@@ -139,9 +140,12 @@ def _run(program: onnx.ModelProto, quantized, test: list[np.ndarray], exposed: d
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.add_session_config_entry("session.x64quantprecision", "1")
+    graph = program.SerializeToString()
     if emulate:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(program.SerializeToString(), options,
+    else:  # the graph the runtime runs (its integer island sums included)
+        graph, _ = whole.execution_graph(graph, {})
+    session = ort.InferenceSession(graph, options,
                                    providers=["CPUExecutionProvider"])  # fmt: skip
     feed = dict(fed)
     for vi, x in zip(quantized.program.graph.input, test):

@@ -1,4 +1,4 @@
-"""The node-list edits the runtime's exact rewrites share (fast_graph, int8_depthwise,
+"""The node-list edits the runtime's rewrites share (fast_graph, int8_depthwise, int8_islands,
 fp16_layout): splice replacements in place of nodes, and drop what nothing reads any more."""
 
 from __future__ import annotations
@@ -32,3 +32,30 @@ def live_nodes(graph: Any, nodes: list) -> list:
 def set_nodes(graph: Any, nodes: list) -> None:
     del graph.node[:]
     graph.node.extend(nodes)
+
+
+def apply(graph: Any, replace: dict[int, list], removed: set[int], added: list) -> None:
+    """Splice `replace` in and `removed` out, drop the nodes nothing reads any more (the weight
+    and bias DequantizeLinear of rewritten ops), add the `added` initializers and drop the
+    inline ones nothing reads (weights-section ones stay: the caller reports those)."""
+    from ..lazy_imports import onnx
+
+    nodes = live_nodes(graph, splice(graph, replace, removed))
+    set_nodes(graph, nodes)
+    graph.initializer.extend(added)
+    used = {n for node in nodes for n in node.input}
+    keep = [t for t in graph.initializer
+            if t.name in used or t.data_location == onnx.TensorProto.EXTERNAL]  # fmt: skip
+    del graph.initializer[:]
+    graph.initializer.extend(keep)
+
+
+def drop_unused_weights(model: Any, weights: Any) -> set[str]:
+    """Remove from `model` the weights-section initializers (names in `weights`) no node reads;
+    returns their names."""
+    used = {name for node in model.graph.node for name in node.input}
+    unused = {name for name in weights if name not in used}
+    keep = [t for t in model.graph.initializer if t.name not in unused]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(keep)
+    return unused

@@ -52,11 +52,7 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
     model = onnx.load_model_from_string(bytes(graph))
     if not depthwise_as_float(model.graph, weights):
         return graph, set()
-    used = {name for node in model.graph.node for name in node.input}
-    unused = {name for name in weights if name not in used}
-    keep = [t for t in model.graph.initializer if t.name not in unused]
-    del model.graph.initializer[:]
-    model.graph.initializer.extend(keep)
+    unused = graph_edit.drop_unused_weights(model, weights)
     return model.SerializeToString(), unused
 
 
@@ -243,13 +239,5 @@ def depthwise_as_float(graph, weights: Mapping[str, np.ndarray]) -> int:
         removed |= {id(conv), id(quant), *(id(a) for a in found["dropped"])}
     if not replace:
         return 0
-    # nodes that only fed the removed convs (their weight and bias DequantizeLinear) go too
-    nodes = graph_edit.live_nodes(graph, graph_edit.splice(graph, replace, removed))
-    graph_edit.set_nodes(graph, nodes)
-    graph.initializer.extend(added)
-    used = {n for node in nodes for n in node.input}
-    keep = [t for t in graph.initializer if t.name in used or t.data_location ==
-            onnx.TensorProto.EXTERNAL]  # fmt: skip
-    del graph.initializer[:]
-    graph.initializer.extend(keep)
+    graph_edit.apply(graph, replace, removed, added)
     return len(replace)

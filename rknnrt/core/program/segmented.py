@@ -24,7 +24,7 @@ from ..board import segmented_table
 from ..errors import MODEL_INVALID, RknnError
 from ..lazy_imports import onnx, ort
 from . import custom_ops, deadline, segment_memory
-from .whole import address_of, open_program, weight_views
+from .whole import address_of, execution_graph, open_program, weight_views
 
 _ALIGN = 64
 
@@ -194,10 +194,13 @@ class SegmentedProgram:
                 continue
             segment = _segment(group, model, ins, outs, types)
             external = [t.name for t in segment.graph.initializer if t.name in views]
-            given = (external, [ort.OrtValue.ortvalue_from_numpy(views[n]) for n in external])
             try:
-                serialized = segment.SerializeToString()
-                session = open_program(serialized, initializers=given)
+                # the same execution graph as a whole program's (its integer island sums)
+                serialized = segment.SerializeToString()  # as stored: what the profile times
+                runs, unused = execution_graph(serialized, {n: views[n] for n in external})
+                external = [n for n in external if n not in unused]
+                given = (external, [ort.OrtValue.ortvalue_from_numpy(views[n]) for n in external])
+                session = open_program(runs, initializers=given)
             except Exception as exc:  # onnxruntime raises several types for a bad graph
                 raise RknnError(MODEL_INVALID, f"a graph segment cannot be loaded: {exc}") from None
             device = device_for(group[0], platform)

@@ -20,13 +20,28 @@ from ..board import perf
 from ..board import table as perf_table
 from ..errors import MODEL_INVALID, PARAM_INVALID, RknnError
 from ..lazy_imports import onnx, ort
-from . import deadline, fast_graph, fp16_layout, int8_depthwise, layout_cache
+from . import deadline, fast_graph, fp16_layout, int8_depthwise, int8_islands, layout_cache
 
 
 def open_program(graph: bytes, **kwargs: Any) -> Any:
     """A program's (or segment's) session: the PROGRAM policy with RKNNRT_NUM_THREADS threads
     (sessions/policies.py: workers stop spinning after each run, exact int8 kernels)."""
     return factory.create(graph, policies.PROGRAM, threads=switches.num_threads(), **kwargs)
+
+
+def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes, set[str]]:
+    """The graph onnxruntime runs for a program's `graph` (weights-section tensors `weights`),
+    and the weights it no longer reads: the channel shuffles as Gathers (exact), depthwise int8
+    convs off a slow kernel path (exact), float-island convs accumulated in integers (the
+    NPU's sums). Each NPU segment of a segmented program runs it too, and tools/vendor_diff
+    for its per-layer values."""
+    graph, unused = fast_graph.rewrite(graph), set()
+    for on, module in ((switches.int8_depthwise(), int8_depthwise),
+                       (switches.int8_islands(), int8_islands)):
+        if on:
+            graph, dropped = module.rewrite(graph, weights)
+            unused |= dropped
+    return graph, unused
 
 
 def _weights_as_inputs(graph: bytes) -> bytes:
@@ -113,11 +128,9 @@ class Program:
         views = weight_views(meta, graph, weights)
         names, values = list(views), list(views.values())
         try:
-            graph = fast_graph.rewrite(graph)  # exact, faster in onnxruntime
-            if switches.int8_depthwise():  # exact: depthwise convs off a slow kernel path
-                graph, unused = int8_depthwise.rewrite(graph, views)
-                names, values = [n for n in names if n not in unused], \
-                    [v for n, v in zip(names, values) if n not in unused]  # fmt: skip
+            graph, unused = execution_graph(graph, views)
+            names, values = [n for n in names if n not in unused], \
+                [v for n, v in zip(names, values) if n not in unused]  # fmt: skip
             self.weight_views = list(zip(names, values)) if in_place else []
             if in_place:
                 self.session = open_program(_weights_as_inputs(graph))
