@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
+import shutil
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -226,3 +229,67 @@ def test_an_undecodable_custom_attribute_is_refused_by_name(old: bytes, new: byt
     with pytest.raises(VendorFormatError, match="custom op cstDualResidual") as info:
         container.read(_with_blob("custom_rk3588_fp16", old, new))
     assert words in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def c_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    from rknnrt.capi.build import missing_requirements
+
+    missing = missing_requirements()
+    if missing:
+        pytest.skip("cannot build librknnrt.so here: " + "; ".join(missing))
+    from rknnrt.capi.sdk import write_sdk
+
+    sdk = write_sdk(tmp_path_factory.mktemp("sdk"))
+    binary = tmp_path_factory.mktemp("bin") / "vendor_custom_app"
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    assert compiler, "no C compiler"
+    source = Path(__file__).parent / "c" / "vendor_custom_app.c"
+    done = subprocess.run([compiler, "-std=c99", "-Wall", "-Wextra", "-Werror", "-I",
+                           str(sdk / "include"), str(source), "-o", str(binary), "-L",
+                           str(sdk / "lib"), "-lrknnrt"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return sdk, binary
+
+
+def run_c_app(c_app: tuple[Path, Path], model: Path, xs: list[np.ndarray], ops: str,
+              work: Path) -> tuple[dict[str, str], list[str]]:  # fmt: skip
+    """The C application's printed lines by their first word, and its E lines."""
+    sdk, binary = c_app
+    paths = []
+    for i, x in enumerate(xs):
+        paths.append(work / f"in{i}.f32")
+        np.ascontiguousarray(x, np.float32).tofile(paths[-1])
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": str(sdk / "lib"),
+           "HOME": os.environ.get("HOME", "/")}  # fmt: skip
+    done = subprocess.run([str(binary), str(model), *map(str, paths), ops], capture_output=True,
+                          text=True, env=env, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines: dict[str, str] = {}
+    for line in done.stdout.splitlines():
+        key, _, rest = line.partition(" ")
+        if key == "attr":
+            key, _, rest = line.partition(" ")[2].partition(" ")
+            key = "attr " + key
+        lines[key] = rest
+    return lines, [e for e in done.stderr.splitlines() if e.startswith("E RKNN:")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stem", ["custom_rk3588_i8", "custom_rk3566_fp16"])
+def test_c_application_registers_the_ops_through_librknnrt(c_app, stem, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ref = _reference(stem)
+    lines, errors = run_c_app(c_app, CUSTOM / f"{stem}.rknn", [ref["in0"][1], ref["in1"][1]],
+                              "both", tmp_path)  # fmt: skip
+    assert lines["unregistered"] == str(rk.RKNN_ERR_FAIL)
+    assert len(errors) == 1 and "not registered" in errors[0]
+    assert lines["register"] == "0" and lines["run"] == "0"
+    f32, i64, u8 = rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_INT64, rk.RKNN_TENSOR_UINT8
+    assert lines["attr alpha"] == f"{f32} 1 0.75"
+    assert lines["attr scale"] == f"{f32} 8 " + " ".join(f"{v:.7g}" for v in SCALE)
+    assert lines["attr shift"] == f"{i64} 8 " + " ".join(map(str, SHIFT))
+    assert lines["attr reverse"] == f"{i64} 1 1" and lines["attr tag"] == f"{u8} 2 99 104"
+    outs = [np.array(lines[f"out{k}"].split(), np.float32) for k in range(2)]
+    for kind, value, worst in agreement(stem, outs, 1):
+        assert value >= (0.99 if kind == "int8" else 0.9999), (stem, value, worst)
