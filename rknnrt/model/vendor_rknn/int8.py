@@ -74,8 +74,8 @@ class RegisterFile:
                 if table is not None:  # (rk3566 uploads the LE and LO tables in two tasks)
                     self.lut_by_op.setdefault(op, table)
                 continue
-            keys, at = np.unique(reg, return_index=True)  # each register's first value
-            regs = dict(zip(keys.tolist(), value[at].tolist()))
+            # each register's first value: a dict of the reversed commands keeps the first
+            regs = dict(zip(reg[::-1].tolist(), value[::-1].tolist()))
             self.first.setdefault(op, regs)
             self._tasks.setdefault(op, []).append((reg, value))
             # the op's first task that programs the output conversion (a convolution task:
