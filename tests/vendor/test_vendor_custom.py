@@ -293,3 +293,22 @@ def test_c_application_registers_the_ops_through_librknnrt(c_app, stem, tmp_path
     outs = [np.array(lines[f"out{k}"].split(), np.float32) for k in range(2)]
     for kind, value, worst in agreement(stem, outs, 1):
         assert value >= (0.99 if kind == "int8" else 0.9999), (stem, value, worst)
+
+
+def test_which_nodes_are_custom_ops() -> None:
+    """Model field 21's list when the file has one (any name, even a built-in op's); else a CPU
+    node with the vendor's "cst" prefix; an unknown op otherwise stays refused by name."""
+    listed = ("ArgMax", "myOp")
+    assert fileformat.is_custom_op("myOp", 0, listed)
+    assert fileformat.is_custom_op("ArgMax", 0, listed)
+    assert not fileformat.is_custom_op("cstOther", 0, listed)  # the list is the whole truth
+    assert fileformat.is_custom_op("cstOther", 0, ())
+    assert not fileformat.is_custom_op("cstOther", 2, ())  # an NPU node is the compiler's
+    assert not fileformat.is_custom_op("exUnknown", 0, ())
+    from rknnrt.model.vendor_rknn import registry
+
+    node = fileformat.Node(0, "ArgMax", "a", 0, [0], [1], 0, None)
+    assert registry.lookup(node, listed) is registry.CUSTOM
+    assert registry.lookup(node) is registry.DECODERS["ArgMax"]
+    with pytest.raises(VendorFormatError, match="op exUnknown"):
+        registry.lookup(fileformat.Node(0, "exUnknown", "u", 0, [0], [1], 0, None))
