@@ -312,3 +312,39 @@ def test_which_nodes_are_custom_ops() -> None:
     assert registry.lookup(node) is registry.DECODERS["ArgMax"]
     with pytest.raises(VendorFormatError, match="op exUnknown"):
         registry.lookup(fileformat.Node(0, "exUnknown", "u", 0, [0], [1], 0, None))
+
+
+def _bson(doc: dict) -> bytes:
+    """A BSON document of the element types the toolkit writes (test-side encoder)."""
+    body = b""
+    for key, value in doc.items():
+        name = key.encode() + b"\0"
+        if value is None:
+            body += b"\x0a" + name
+        elif isinstance(value, dict):
+            body += b"\x03" + name + _bson(value)
+        elif isinstance(value, list):
+            body += b"\x04" + name + _bson({str(i): v for i, v in enumerate(value)})
+        elif isinstance(value, str):
+            body += b"\x02" + name + struct.pack("<i", len(value) + 1) + value.encode() + b"\0"
+        elif isinstance(value, float):
+            body += b"\x01" + name + struct.pack("<d", value)
+        else:
+            body += b"\x12" + name + struct.pack("<q", value)
+    return struct.pack("<i", len(body) + 5) + body + b"\0"
+
+
+def test_attribute_documents_of_every_stored_kind() -> None:
+    doc = {"e": {"dtype": "fs", "value": []}, "big": {"dtype": "i", "value": 1 << 40},
+           "t": None, "s": {"dtype": "s", "value": "ab"}, "f": {"dtype": "f", "value": 0.5}}
+    node = fileformat.Node(0, "cstX", "x", 0, [0], [1], 0, None, memoryview(_bson(doc)))
+    attrs = custom_nodes.attributes(node)
+    assert sorted(attrs) == ["big", "e", "f", "s"]  # the null (a dropped tensor) is absent
+    assert attrs["big"] == 1 << 40 and attrs["f"] == 0.5 and attrs["s"] == b"ab"
+    assert attrs["e"].dtype == np.float32 and attrs["e"].size == 0
+    deep = {"a": {"b": {"c": {"d": {"e": {"f": 1.0}}}}}}
+    for bad, words in ((_bson(deep), "nested too deeply"), (_bson(doc)[:-3], "document length"),
+                       (_bson({"f": {"dtype": "f", "value": "x"}}), "does not match")):
+        node = fileformat.Node(0, "cstX", "x", 0, [0], [1], 0, None, memoryview(bad))
+        with pytest.raises(VendorFormatError, match=words):
+            custom_nodes.attributes(node)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 from onnx import TensorProto
 from onnx import helper as oh
 
@@ -85,11 +86,12 @@ def read_bson(buf: bytes, at: int, where: str, depth: int = 0) -> tuple[dict, in
 
 
 # the stored dtype code -> the attribute's value as model/custom_ops.make_attribute takes it
+# (an empty list as a typed empty array: onnx cannot infer a type from no values)
 _CODES = {
     "f": lambda v: float(v),
-    "fs": lambda v: [float(x) for x in v],
+    "fs": lambda v: [float(x) for x in v] or np.zeros(0, np.float32),
     "i": lambda v: int(v),
-    "is": lambda v: [int(x) for x in v],
+    "is": lambda v: [int(x) for x in v] or np.zeros(0, np.int64),
     "s": lambda v: str(v).encode(),
 }
 
