@@ -12,7 +12,15 @@ temporary folder: the vendor file (~50 MB) is never committed.
     python benchmarks/vendor_load.py [--dtype fp16|i8|both] [--repeat N]
                                      [--vendor-python /work/vendor_env/bin/python]
 
-Targets (issue 14): load <= 2x, run <= 1.2x the rknnrt-format model.
+With `--fixtures DIR` (e.g. tests/vendor/fixtures_arch; no vendor toolkit needed), every vendor
+file of the set that loads is timed instead against the same network converted by rknnrt: the
+fixture's ONNX is regenerated (make_arch_fixtures.make_onnx, seeded) and converted for the
+file's platform and dtype (int8: calibrated on the fixture's stored inputs); per file and in
+total (sums of the medians), load and run ratios are printed.
+
+    python benchmarks/vendor_load.py --fixtures tests/vendor/fixtures_arch [--only mbv2 ...]
+
+Targets (issue 14, issue 24): load <= 2x, run <= 1.2x the rknnrt-format model.
 """
 
 from __future__ import annotations
@@ -99,7 +107,9 @@ def resnet50(seed: int = 0) -> onnx.ModelProto:
     graph = onnx.helper.make_graph(nodes, "resnet50", [model.graph.input[0]],
                                    list(model.graph.output), inits)  # fmt: skip
     out = onnx.helper.make_model(graph, opset_imports=list(model.opset_import))
-    out.ir_version = model.ir_version
+    # IR >= 4: initializers need not be graph inputs (the light model is IR 3, whose version
+    # converter then finds the weights undefined)
+    out.ir_version = max(model.ir_version, 4)
     # logits of std ~3, so that the softmax is not one-hot and outputs can be compared
     gemm = next(n for n in out.graph.node if n.op_type == "Gemm")
     probe = onnx.ModelProto()
@@ -199,12 +209,91 @@ def bench(dtype: str, work: Path, vendor_python: str, repeat: int) -> None:
     print(f"[{dtype}] (rknnrt's own conversion vs vendor simulator: cosine {own_cos:.6f})")
 
 
+def _run_all(ctx: rk.rknn_context, xs: list[np.ndarray], n_out: int) -> None:
+    """inputs_set (float32 NCHW) + run + outputs_get of every output (as the model stores it)."""
+    ins = (rk.rknn_input * len(xs))()
+    for i, x in enumerate(xs):
+        ins[i].index, ins[i].buf, ins[i].size = i, x.ctypes.data, x.nbytes
+        ins[i].type, ins[i].fmt = rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NCHW
+    assert rk.rknn_inputs_set(ctx, len(xs), ins) == rk.RKNN_SUCC
+    assert rk.rknn_run(ctx, None) == rk.RKNN_SUCC
+    outs = (rk.rknn_output * n_out)()
+    for i in range(n_out):
+        outs[i].index = i
+    assert rk.rknn_outputs_get(ctx, n_out, outs, None) == rk.RKNN_SUCC
+    assert rk.rknn_outputs_release(ctx, n_out, outs) == rk.RKNN_SUCC
+
+
+def bench_fixtures(folder: Path, repeat: int, only: list[str] | None) -> int:
+    """Load and run ratios of every loading vendor fixture against rknnrt's conversion."""
+    import json
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "vendor"))
+    import make_arch_fixtures  # noqa: PLC0415 - the fixtures' seeded ONNX models
+
+    from rknnrt.model import container  # noqa: PLC0415
+    from rknnrt.model.errors import ModelFormatError  # noqa: PLC0415
+
+    reported = json.loads((folder / "reported.json").read_text())
+    totals = dict(load_v=0.0, load_o=0.0, run_v=0.0, run_o=0.0)
+    worst = dict(load=(0.0, ""), run=(0.0, ""))
+    print(f"{'fixture':28s} {'load v/o ms':>15s} {'ratio':>6s} {'run v/o ms':>15s} {'ratio':>6s}")
+    for stem in sorted(reported):
+        rep = reported[stem]
+        if only and rep["model"] not in only:
+            continue
+        vendor = (folder / f"{stem}.rknn").read_bytes()
+        try:
+            container.read(memoryview(vendor))
+        except ModelFormatError:
+            continue  # refused by name: tests/vendor/test_vendor_arch.py lists these
+        with np.load(folder / f"{stem}.npz", allow_pickle=False) as data:
+            xs = [np.ascontiguousarray(data[f"in{i}"][0]) for i in range(len(rep["inputs"]))]
+            calib = [[data[f"in{i}"][s] for i in range(len(xs))] for s in range(len(data["in0"]))]
+        rknn = RKNN()
+        assert rknn.config(target_platform=rep["platform"], float_dtype="float16") == 0
+        assert rknn.load_onnx(make_arch_fixtures.make_onnx(rep["model"])) == 0
+        if rknn.build(do_quantization=rep["dtype"] == "i8", dataset=calib) != 0:
+            print(f"{stem:28s} rknnrt's converter refuses it: {rknn.last_error}")
+            continue
+        own = rknn.model_bytes()
+        load_v, load_o = _median_pair(lambda v=vendor: rk.rknn_destroy(_init(v)),
+                                      lambda o=own: rk.rknn_destroy(_init(o)), repeat)  # fmt: skip
+        ctx_v, ctx_o = _init(vendor), _init(own)
+        n_out = len(rep["outputs"])
+        run_v, run_o = _median_pair(lambda c=ctx_v, x=xs, n=n_out: _run_all(c, x, n),
+                                    lambda c=ctx_o, x=xs, n=n_out: _run_all(c, x, n),
+                                    repeat * 2)  # fmt: skip
+        rk.rknn_destroy(ctx_v)
+        rk.rknn_destroy(ctx_o)
+        for key, value in zip(totals, (load_v, load_o, run_v, run_o)):
+            totals[key] += value
+        for kind, ratio in (("load", load_v / load_o), ("run", run_v / run_o)):
+            worst[kind] = max(worst[kind], (ratio, stem))
+        print(f"{stem:28s} {load_v * 1e3:7.1f}/{load_o * 1e3:<7.1f} {load_v / load_o:6.2f} "
+              f"{run_v * 1e3:7.2f}/{run_o * 1e3:<7.2f} {run_v / run_o:6.2f}", flush=True)
+    if not totals["load_o"]:
+        print("no fixture loads")
+        return 1
+    load = totals["load_v"] / totals["load_o"]
+    run = totals["run_v"] / totals["run_o"]
+    print(f"all (sums of medians): load ratio {load:.2f} (target <= 2), "
+          f"run ratio {run:.2f} (target <= 1.2)")  # fmt: skip
+    print(f"worst file: load {worst['load'][0]:.2f} ({worst['load'][1]}), "
+          f"run {worst['run'][0]:.2f} ({worst['run'][1]})")  # fmt: skip
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dtype", choices=("fp16", "i8", "both"), default="both")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--vendor-python", default="/work/vendor_env/bin/python")
+    ap.add_argument("--fixtures", type=Path, help="time a fixture set instead (no toolkit)")
+    ap.add_argument("--only", nargs="*", help="with --fixtures: these models only")
     args = ap.parse_args()
+    if args.fixtures:
+        return bench_fixtures(args.fixtures, max(3, args.repeat // 4), args.only)
     if not os.path.exists(args.vendor_python):
         print(f"the vendor toolkit's python ({args.vendor_python}) is missing: nothing to compare")
         return 1

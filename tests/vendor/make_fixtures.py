@@ -342,8 +342,10 @@ def io_quant(check_onnx: str, model: onnx.ModelProto) -> dict:
 
 
 def build_one(name: str, platform: str, dtype: str, out_dir: str, work: str,
-              model: onnx.ModelProto | None = None) -> dict:  # fmt: skip
-    """Build, export and simulate one fixture (`model`: make_onnx(name) unless given)."""
+              model: onnx.ModelProto | None = None,
+              custom_ops: list | None = None) -> dict:  # fmt: skip
+    """Build, export and simulate one fixture (`model`: make_onnx(name) unless given;
+    `custom_ops`: op classes given to reg_custom_op first, which the simulator then runs)."""
     from rknn.api import RKNN  # the vendor toolkit: only in its own environment
 
     model = model if model is not None else make_onnx(name)
@@ -372,6 +374,8 @@ def build_one(name: str, platform: str, dtype: str, out_dir: str, work: str,
     log_path = os.path.join(work, "build.log")
     rknn = RKNN(verbose=True)
     rknn.config(target_platform=platform, custom_string=CUSTOM, **NORMALISATION.get(name, {}))
+    for op in custom_ops or []:
+        assert rknn.reg_custom_op(op) == 0
     assert rknn.load_onnx(onnx_path) == 0
     # The compiler's tables go to the process's own stdout: capture fds 1 and 2 at OS level.
     saved = os.dup(1), os.dup(2)

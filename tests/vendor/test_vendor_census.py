@@ -42,3 +42,21 @@ def test_census_lists_mini_format_files() -> None:
     assert result["packings"][key] == dict(files=1, decoded=True)
     assert result["files"][str(files[0])] == "loads"
     assert "NPU format 'RKNPU w1'" in result["files"][str(files[1])]
+
+
+def test_markdown_tables_per_platform(capsys) -> None:  # type: ignore[no-untyped-def]
+    custom = Path(__file__).parent / "fixtures_custom"
+    files = [ARCH / "clip_rk3576_fp16.rknn", ARCH / "clip_rk3588_fp16.rknn",
+             ARCH / "clip_rk3588_i8.rknn", custom / "custom_rk3566_i8.rknn"]  # fmt: skip
+    assert vendor_census.main([*map(str, files), "--markdown"]) == 0
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")]
+             for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    rows = {row[0]: row[1:] for row in cells}
+    assert rows["op"] == ["rk3588", "rk3566", "rk3576"]
+    # rk3588: fp16 Clip(-1.5, 2.5) refused by name ("bounds of ConvClip"), int8 too; rk3576 fp16
+    # decodes any bounds
+    assert rows["ConvClip"] == ["fp16 refused, int8 refused", "", "fp16"]
+    assert rows["cstDualResidual"] == ["", "custom (registered op)", ""]
+    assert rows["int8 conv 3x3"][1].startswith("1/1 layouts")
+    result = vendor_census.census(files)
+    assert result["ops"]["cstChannelAffine"] == dict(files=1, decoded="custom")

@@ -70,6 +70,7 @@ class Node:
     outputs: list[int]  # field 5
     attr_tag: int  # field 7: union type
     attrs: Table | None  # field 8: union table, ONNX attribute names in alphabetical order
+    attr_blob: memoryview | None = None  # field 9: a custom op's attributes (custom_nodes.py)
 
     def attr_ints(self, slot: int) -> list[int] | None:
         return self.attrs.ints(slot) if self.attrs is not None else None
@@ -111,6 +112,8 @@ class VendorModel:
     # shapes, in stored order (static files: the one graph's).
     input_shape_sets: list[list[list[int]]] = field(default_factory=list)
     output_shape_sets: list[list[list[int]]] = field(default_factory=list)
+    # the custom op types of a file built with reg_custom_op (is_custom_op; custom_nodes.py)
+    custom_op_types: tuple[str, ...] = ()
 
     def data(self, tensor: Tensor) -> memoryview:
         """The bytes of a constant tensor (its buffer)."""
@@ -147,14 +150,28 @@ def _tensor(index: int, t: Table) -> Tensor:
     )  # fmt: skip
 
 
-def _node(index: int, n: Table, count: int) -> Node:
+def _node(index: int, n: Table, count: int, custom: tuple[str, ...]) -> Node:
     ins, outs = n.ints(4) or [], n.ints(5) or []
     if any(not 0 <= i < count for i in ins + outs):
         raise VendorFormatError(
             f"vendor .rknn model: node {index} names a tensor that does not exist"
         )
-    return Node(index, n.string(1) or "", n.string(2) or "", int(n.scalar(3, "<B")), ins, outs,
-                int(n.scalar(7, "<B")), n.table(8))  # fmt: skip
+    op_type, target = n.string(1) or "", int(n.scalar(3, "<B"))
+    blob = None  # field 9 of the other ops is not read
+    if is_custom_op(op_type, target, custom):
+        blob = n.raw(9) if n.has(9) else memoryview(b"")
+    return Node(index, op_type, n.string(2) or "", target, ins, outs,
+                int(n.scalar(7, "<B")), n.table(8), blob)  # fmt: skip
+
+
+CUSTOM_PREFIX = "cst"  # the prefix the vendor recommends for custom op types
+
+
+def is_custom_op(op_type: str, target: int, listed: tuple[str, ...]) -> bool:
+    """A custom op: listed in Model field 21, or, in a file whose list is empty (toolkit 2.5.0
+    writes it only in the first build of a process), a CPU node (field 3 = 0) of a "cst" type.
+    Any other op type rknnrt does not decode stays refused by name."""
+    return op_type in listed or (not listed and target == 0 and op_type.startswith(CUSTOM_PREFIX))
 
 
 def _json_object(raw: bytes, what: str) -> dict:
@@ -198,7 +215,8 @@ def parse(buf: memoryview) -> VendorModel:
         raise VendorFormatError("vendor .rknn model: no graph")
     g = graphs[0]
     tensors = [_tensor(i, t) for i, t in enumerate(g.tables(0))]
-    nodes = [_node(i, n, len(tensors)) for i, n in enumerate(g.tables(1))]
+    custom = tuple(t for t in (root.string(21) or "").split(",") if t)
+    nodes = [_node(i, n, len(tensors), custom) for i, n in enumerate(g.tables(1))]
     ins, outs = g.ints(2) or [], g.ints(3) or []
     if not ins or not outs or any(not 0 <= i < len(tensors) for i in ins + outs):
         raise VendorFormatError("vendor .rknn model: the graph's input/output list is invalid")
@@ -229,6 +247,7 @@ def parse(buf: memoryview) -> VendorModel:
         weight_size=sizes[0], internal_size=sizes[1],
         tensors=tensors, nodes=nodes, inputs=ins, outputs=outs, norms=norms, buffers=buffers,
         input_shape_sets=shape_sets, output_shape_sets=out_sets,
+        custom_op_types=tuple(dict.fromkeys(n.op_type for n in nodes if n.attr_blob is not None)),
     )  # fmt: skip
 
 

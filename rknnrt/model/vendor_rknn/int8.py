@@ -54,32 +54,34 @@ class RegisterFile:
         self.cvt = OUT_CVT.get(m.npu_format)
         self.by_op: dict[int, dict[int, int]] = {}
         self.first: dict[int, dict[int, int]] = {}  # op index -> its first computing task's
-        self.values: dict[int, dict[int, set[int]]] = {}  # op index -> every register's values
+        # op index -> (registers, values) of each of its computing tasks, as arrays
+        self._tasks: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         reg_t, task_t = m.by_kind(KIND_REGCMD), m.by_kind(KIND_TASKS)
         if reg_t is None or task_t is None:
             return
         # op index -> the LE table (LUT input <= 0) a lookup-table upload task writes
         self.lut_by_op: dict[int, np.ndarray] = {}
         regcmd = np.frombuffer(m.data(reg_t), "<u8", len(m.data(reg_t)) // 8)
+        # each command is reg | value << 16 | target << 48: split once, not per entry (a
+        # Python loop over the commands was most of an int8 file's rknn_init)
+        all_regs = (regcmd & 0xFFFF).astype(np.int64)
+        all_values = ((regcmd >> 16) & 0xFFFFFFFF).astype(np.int64)
         tasks = m.data(task_t)
         for k in range(len(tasks) // TASK.size):
             _, op, _, _, _, _, count, _, addr = TASK.unpack_from(tasks, k * TASK.size)
             first = addr // 8
             if addr % 8 or first + count > regcmd.size:
                 raise VendorFormatError(f"vendor .rknn model: task {k} points outside the commands")
-            entries = regcmd[first : first + count].tolist()
-            if lut.is_upload(entries):
-                table = lut.uploaded_le_table(entries)
+            reg, value = all_regs[first : first + count], all_values[first : first + count]
+            if np.count_nonzero(reg == lut.LUT_ACCESS_DATA) > 2:  # lut.is_upload
+                table = lut.uploaded_le_table(regcmd[first : first + count].tolist())
                 if table is not None:  # (rk3566 uploads the LE and LO tables in two tasks)
                     self.lut_by_op.setdefault(op, table)
                 continue
-            regs: dict[int, int] = {}
-            for entry in entries:
-                regs.setdefault(entry & 0xFFFF, (entry >> 16) & 0xFFFFFFFF)
+            # each register's first value: a dict of the reversed commands keeps the first
+            regs = dict(zip(reg[::-1].tolist(), value[::-1].tolist()))
             self.first.setdefault(op, regs)
-            merged = self.values.setdefault(op, {})
-            for entry in entries:
-                merged.setdefault(entry & 0xFFFF, set()).add((entry >> 16) & 0xFFFFFFFF)
+            self._tasks.setdefault(op, []).append((reg, value))
             # the op's first task that programs the output conversion (a convolution task:
             # enable mask 0x1d on rk3588, 0x1f on rk3566; pooling tasks do not set it)
             if self.cvt is not None and op not in self.by_op and all(r in regs for r in self.cvt):
@@ -87,7 +89,8 @@ class RegisterFile:
 
     def register_values(self, n: Node, reg: int) -> set[int]:
         """Every value op `n`'s tasks write to register `reg`."""
-        return self.values.get(n.index, {}).get(reg, set())
+        return {v for regs, values in self._tasks.get(n.index, []) for v in
+                values[regs == reg].tolist()}  # fmt: skip
 
     def first_task(self, n: Node) -> dict[int, int] | None:
         """The registers of op `n`'s first task that is no lookup-table upload."""

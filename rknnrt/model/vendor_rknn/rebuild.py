@@ -15,6 +15,7 @@ from onnx import TensorProto
 from onnx import helper as oh
 
 from .. import dtypes
+from ..custom_ops import CUSTOM_DOMAIN
 from ..errors import VendorFormatError
 from . import registry
 from .fileformat import Tensor, VendorModel
@@ -95,7 +96,7 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
             continue
         if not n.outputs:
             raise VendorFormatError(f"vendor .rknn model: op {n.op_type} '{n.name}' has no output")
-        decoder = registry.lookup(n)
+        decoder = registry.lookup(n, m.custom_op_types)
         raw = decoder.decode(b, n)
         for i, value in zip(n.outputs, [raw] if isinstance(raw, str) else raw):
             b.store(value, m.tensors[i])
@@ -120,6 +121,8 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
             b.nodes.append(oh.make_node("Identity", [src], [t.name]))
         graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], dims))
     b.model.opset_import.add(domain="", version=OPSET)
+    if m.custom_op_types:  # custom nodes (custom_nodes.py) are in rknnrt's custom domain
+        b.model.opset_import.add(domain=CUSTOM_DOMAIN, version=1)
     b.graph.name = m.model_name or "vendor"
     b.graph.node.extend(b.nodes)
     b.graph.input.extend(graph_in)

@@ -7,7 +7,7 @@ table is refused by name (`lookup`), never approximated.
 from __future__ import annotations
 
 from ..errors import VendorFormatError
-from . import act_ops, attention_ops, conv_ops, tensor_ops, window_ops
+from . import act_ops, attention_ops, conv_ops, custom_nodes, tensor_ops, window_ops
 from .decoders import OpDecoder
 from .fileformat import Node
 
@@ -28,7 +28,13 @@ def _join(*tables: dict[str, OpDecoder]) -> dict[str, OpDecoder]:
 DECODERS = _join(conv_ops.OPS, tensor_ops.OPS, window_ops.OPS, act_ops.OPS, attention_ops.OPS)
 
 
-def lookup(n: Node) -> OpDecoder:
+# A custom op of the file (Model field 21): run by the op the application registers.
+CUSTOM = OpDecoder("custom", custom_nodes.decode, shape_free=False)
+
+
+def lookup(n: Node, custom_types: tuple[str, ...] = ()) -> OpDecoder:
+    if n.op_type in custom_types:  # the file says so, even for a built-in op's name
+        return CUSTOM
     decoder = DECODERS.get(n.op_type)
     if decoder is None:
         raise VendorFormatError(f"vendor .rknn model: op {n.op_type} ('{n.name}') is not supported")
