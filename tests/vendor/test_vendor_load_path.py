@@ -7,8 +7,6 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-import numpy as np
-
 from rknnrt.model.vendor_rknn import fileformat, int8, lut
 
 ARCH = Path(__file__).parent / "fixtures_arch"
@@ -44,17 +42,3 @@ def test_register_file_equals_a_per_command_reading() -> None:
             for reg, want in values.get(n.index, {}).items():
                 assert regs.register_values(n, reg) == want
         assert regs.register_values(m.nodes[0], 0x4068) == values.get(0, {}).get(0x4068, set())
-
-
-def test_a_lookup_table_is_fitted_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    m = fileformat.parse(memoryview((ARCH / "effnet_rk3588_i8.rknn").read_bytes()))
-    tables = list(int8.RegisterFile(m).lut_by_op.values())
-    calls = []
-    real = lut.STEP["ExSwish"]
-    monkeypatch.setitem(lut.STEP, "ExSwish", lambda t, s: calls.append(1) or real(t, s))
-    monkeypatch.setattr(lut, "_FITTED", {})
-    steps = {lut.fitted_step("ExSwish", t, -16384) for t in tables if t.min() < 0}
-    assert len(calls) == 1 and len(steps) == 1  # one distinct swish table in the file
-    (step,) = steps
-    assert step is not None and abs(step - 3.539e-4) < 2e-6
-    assert lut.fitted_step("ExSwish", np.zeros(lut.ENTRIES), -16384) is None  # no fit

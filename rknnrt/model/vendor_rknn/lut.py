@@ -130,21 +130,5 @@ def input_scale(regs: dict[int, int], table: np.ndarray, kind: str,
         return None
     start = regs.get(LUT_LE_START, 0)
     start = start - (1 << 32) if start >= 1 << 31 else start
-    step = fitted_step(kind, table, start)
+    step = table_step(kind, table, start)
     return None if step is None else multiplier * step
-
-
-# The compiler uploads the same table for every layer of a kind (effnet: 6 uploads, 2 tables):
-# each distinct table is matched once per process.
-_FITTED: dict[tuple[str, int, bytes], float | None] = {}
-MAX_FITTED = 64
-
-
-def fitted_step(kind: str, table: np.ndarray, start: int) -> float | None:
-    """table_step(kind, table, start), remembered (a pure function of its arguments)."""
-    key = (kind, start, table.tobytes())
-    if key not in _FITTED:
-        if len(_FITTED) >= MAX_FITTED:
-            _FITTED.clear()
-        _FITTED[key] = table_step(kind, table, start)
-    return _FITTED[key]
