@@ -3,7 +3,7 @@ int8 real-architecture fixture (tests/vendor/fixtures_arch), on its first test i
 per-layer comparison of vendor files (tools/vendor_diff/vendor_file.py).
 
     /work/vendor_env/bin/python tools/vendor_diff/arch_layers.py OUT_DIR STEM [STEM ...]
-    /work/vendor_env/bin/python tools/vendor_diff/arch_layers.py OUT_DIR --probe PLATFORM ...
+    /work/vendor_env/bin/python tools/vendor_diff/arch_layers.py OUT_DIR --probe NAME PLATFORM ...
 
 Each STEM (`<model>_<platform>_i8`, or a model name: all its platforms) is rebuilt from
 make_arch_fixtures.make_onnx with the calibration set make_fixtures.build_one uses (so the
@@ -13,8 +13,9 @@ OUT_DIR/STEM.npz: `meta` (JSON as uint8: per tensor its scale, zero point, shape
 the simulator rounds it to its int8 grid) and `q/<name>` (int8) for each rounded tensor. The
 simulator's values do not depend on the platform where the compiled graphs have the same
 tensors: files equal to the model's most common one are then kept once, as `<model>_i8.npz`
-(rk3566's exMatMul transformer keeps its own). --probe builds the lookup-table probe
-(probes.py) instead and also exports OUT_DIR/lutprobe_<platform>_i8.rknn with its dump.
+(rk3566's exMatMul transformer keeps its own). --probe builds a lookup-table probe
+(probes.PROBES[NAME]) instead and also exports the file, OUT_DIR/NAME_<platform>_i8.rknn
+(the committed probes.PROBE: lutprobe_<platform>_i8.rknn) beside its dump.
 """
 
 from __future__ import annotations
@@ -131,12 +132,14 @@ def collapse(out_dir: str, stems: list[str]) -> None:
 def main() -> int:
     out_dir = os.path.abspath(sys.argv[1])
     os.makedirs(out_dir, exist_ok=True)
-    if sys.argv[2] == "--probe":  # the lookup-table probe (probes.py) on each PLATFORM
+    if sys.argv[2] == "--probe":  # a lookup-table probe (probes.py) on each PLATFORM
         from probes import PROBE, PROBES, make
 
-        for platform in sys.argv[3:]:
-            dump(f"lutprobe_{platform}_i8", out_dir, make(*PROBES[PROBE]), export=True)
-            print("dumped", platform, flush=True)
+        name = sys.argv[3]
+        for platform in sys.argv[4:]:
+            stem = f"{'lutprobe' if name == PROBE else name}_{platform}_i8"
+            dump(stem, out_dir, make(*PROBES[name]), export=True)
+            print("dumped", stem, flush=True)
         return 0
     stems = [s for a in sys.argv[2:] for s in
              ([a] if a.endswith("_i8") else [f"{a}_{p}_i8" for p in maf.PLATFORMS])]

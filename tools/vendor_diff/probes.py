@@ -5,7 +5,7 @@ seeded weights scaled per probe so that the pre-activation ranges differ.
     python -m tools.vendor_diff.probes OUT_DIR      (writes one ONNX per probe set)
 
 The committed probe (PROBE, tests/vendor/fixtures_arch/lut_probes) is built and dumped in the
-vendor's environment by `arch_layers.py OUT_DIR --probe PLATFORM ...`, then compared op by op
+vendor's environment by `arch_layers.py OUT_DIR --probe NAME PLATFORM ...`, then compared op by op
 with `python -m tools.vendor_diff.vendor_file` like any fixture."""
 
 from __future__ import annotations
