@@ -22,11 +22,13 @@ PLATFORMS = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")
 REFUSED: dict[str, str] = {
 }
 # Loads, but the simulator rounds the depthwise ConvExSwish's pre-activation to a calibrated
-# grid the file does not store (docs/vendor-rknn.md, "Lookup tables"): 93% of the output
-# within one step, at most 3 steps.
+# grid the file does not store (docs/vendor-rknn.md, "Lookup tables"): measured 93.2% of the
+# output within one step, at most 3 steps, on every platform.
 DRIFT = {f"effnet_{p}_i8" for p in PLATFORMS}
-# Load (every lookup-table op agrees, test_vendor_lut.py), but other int8 ops of the block
-# are not the simulator's yet (exNorm, exSDPAttention, exMatMul: test_vendor_layers.KNOWN).
+# Load and agree within bounds: ConvExGelu and the exSDPAttention int8 scale decode, but
+# exNorm (LayerNorm), the attention's softmax/second product (rk3566: its two exMatMul) and
+# rk3576's standalone exGelu still differ off ties op by op (test_vendor_layers.KNOWN):
+# measured 98.4% of the output within one step (rk3576 97.9%), at most 2 steps.
 OTHER_OPS = {f"transformer_{p}_i8" for p in PLATFORMS}
 AGREE = [s for s in sorted(REPORTED) if s not in set(REFUSED) | DRIFT | OTHER_OPS]
 
@@ -110,12 +112,16 @@ def test_fused_activations_agree_on_rk3588() -> None:
 @pytest.mark.parametrize("stem", sorted(DRIFT))
 def test_depthwise_conv_exswish_int8_drift_is_bounded(stem: str) -> None:
     for kind, value, worst in _steps_and_cosines(stem):
-        assert kind == "int8" and value >= 0.9 and worst <= 3 + 1e-3, (stem, value, worst)
+        assert kind == "int8" and value >= 0.93 and worst <= 3 + 1e-3, (stem, value, worst)
 
 
-@pytest.mark.parametrize("stem", sorted(OTHER_OPS))
-def test_int8_transformer_blocks_load(stem: str) -> None:
-    _read(stem)
+@pytest.mark.parametrize("stem", [s if s == "transformer_rk3588_i8" else
+                                  pytest.param(s, marks=pytest.mark.slow)
+                                  for s in sorted(OTHER_OPS)])  # fmt: skip
+def test_int8_transformer_block_agreement_is_bounded(stem: str) -> None:
+    floor = 0.975 if stem.startswith("transformer_rk3576") else 0.98
+    for kind, value, worst in _steps_and_cosines(stem):
+        assert kind == "int8" and value >= floor and worst <= 2 + 1e-3, (stem, value, worst)
 
 
 @pytest.mark.parametrize("stem", [f"argmax_{p}_{d}" for p in PLATFORMS for d in ("i8", "fp16")])

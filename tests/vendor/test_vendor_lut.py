@@ -2,8 +2,8 @@
 ConvExGelu, ConvHardSwish, ConvHardSigmoid): the pre-activation scale from the activation's
 fixed table and the BN multiplier, the BN addend (docs/vendor-rknn.md, "Lookup tables"),
 checked against the fixtures' original float weights (make_fixtures.make_onnx) and op by op
-against the vendor simulator's own values (fixtures_arch/lut_layers.npz; no vendor toolkit
-needed)."""
+against the vendor simulator's own values (fixtures_arch/layers, tools/vendor_diff/vendor_file.py;
+no vendor toolkit needed)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from onnx import numpy_helper
 
 from rknnrt.model.vendor_rknn import fileformat, int8, lut
-from tools.vendor_layers import layers as vendor_layers
+from tools.vendor_diff import vendor_file
 
 from .make_fixtures import make_onnx
 from .test_vendor_arch import ARCH
@@ -148,59 +148,53 @@ def test_hard_sigmoid_beta_is_the_bn_addend(platform: str) -> None:
     assert regs.activation_addend(second, "HardSigmoid") == 0
 
 
-# (stem, op) of lut_layers.npz: the simulator's own inputs and outputs of one op each (made by
-# `python -m tools.vendor_layers --record` from builds of make_arch_fixtures.make_onnx with
-# the fixtures' calibration: same scales as the committed files)
-LAYER_OPS = [("effnet_rk3588_i8", "Conv:conv3"), ("effnet_rk3588_i8", "Conv:conv19"),
-             ("effnet_rk3588_i8", "Conv:conv27"), ("effnet_rk3562_i8", "Conv:conv3"),
-             ("effnet_rk3576_i8", "Conv:conv27"), ("yoloneck_rk3562_i8", "Conv:conv8"),
-             ("mbv3_rk3588_i8", "Conv:conv3"), ("mbv3_rk3588_i8", "Conv:conv26"),
-             ("mbv3_rk3576_i8", "Conv:conv3"), ("mbv3_rk3562_i8", "Conv:conv26"),
-             ("mbv3_rk3566_i8", "Conv:conv16"), ("mbv3_rv1126b_i8", "Conv:conv16"),
-             ("hsig_rk3588_i8", "Conv:conv3"), ("hsig_rk3562_i8", "Conv:conv3"),
-             ("hsig_rk3576_i8", "Conv:conv3"), ("hsig_rk3566_i8", "Conv:conv3"),
-             ("transformer_rk3588_i8", "Conv:matmul43#2"),
-             ("transformer_rk3562_i8", "Conv:matmul43#2"),
-             ("transformer_rk3566_i8", "Conv:matmul43#2"),
-             ("transformer_rv1126b_i8", "Conv:matmul43#2"),
-             # single-layer probes (tools/vendor_layers/probes.py, conv_g3.0_s2): Sigmoid,
-             # SiLU, GELU, HardSwish, HardSigmoid(0.2, 0.4) and (0.3, 0.6): a positive addend
-             *[(f"lutprobe_{p}_i8", f"Conv:p{k}_conv") for p in ("rk3588", "rk3562")
-               for k in (0, 1, 2, 3, 5, 6)]]  # fmt: skip
-LAYERS = ARCH / "lut_layers.npz"
+# The lookup-table probe (tools/vendor_diff/probes.py PROBE, built and dumped by
+# tools/vendor_diff/arch_layers.py --probe): Sigmoid, SiLU, GELU, HardSwish, HardSigmoid(0.2,
+# 0.4) and (0.3, 0.6) (a positive addend) after a full conv, pre-activations up to 3x the
+# usual range. (The fixtures' own lookup-table ops: test_vendor_layers.py, same comparison.)
+PROBE_OPS = ("Conv:p0_conv", "Conv:p1_conv", "Conv:p2_conv", "Conv:p3_conv", "Conv:p5_conv",
+             "Conv:p6_conv")  # fmt: skip
+LAYERS = ARCH / "layers"
 
 
-def _op(stem: str, op: str) -> tuple[fileformat.VendorModel, fileformat.Node, dict]:
+def _file(stem: str) -> bytes:
     path = ARCH / f"{stem}.rknn"
-    path = path if path.exists() else ARCH / "lut_probes" / f"{stem}.rknn"
-    m = fileformat.parse(memoryview(path.read_bytes()))
-    return m, next(n for n in m.nodes if n.name == op), vendor_layers.recorded(str(LAYERS), stem, m)
+    return (path if path.exists() else ARCH / "lut_probes" / f"{stem}.rknn").read_bytes()
 
 
-@pytest.mark.parametrize("stem, op", LAYER_OPS)
-def test_lut_op_fed_the_simulators_inputs_differs_only_at_ties(stem: str, op: str) -> None:
-    m, n, dumps = _op(stem, op)
-    (row,) = vendor_layers.single_op(m, n, dumps)
-    assert row["size"] >= 16 and row["off_tie"] == 0 and row["max_steps"] <= 1, row
+def _layers(stem: str) -> dict:
+    return vendor_file.load_layers(vendor_file.layer_path(LAYERS, stem))
+
+
+@pytest.mark.parametrize("platform", ["rk3588", "rk3562"])
+def test_probe_ops_fed_the_simulators_inputs_differ_only_at_ties(platform: str) -> None:
+    stem = f"lutprobe_{platform}_i8"
+    rows = {r.node: r for r in vendor_file.per_layer(_file(stem), _layers(stem))}
+    for op in PROBE_OPS:
+        r = rows[op]
+        assert r.elements == 16 * 12 * 12 and r.off_tie == 0 and r.max_steps <= 1, r
+    # HardSigmoid(1/6, 1/2) (p4): the pre-activation grid below
+    assert rows["Conv:p4_conv"].off_tie > 0 and rows["Conv:p4_conv"].max_steps <= 1
 
 
 @pytest.mark.parametrize("stem, op, pre", [("effnet_rk3588_i8", "Conv:conv8", "conv8"),
-                                           ("hsig_rk3588_i8", "Conv:conv7", "conv7")])  # fmt: skip
+                                           ("hsig_rk3588_i8", "Conv:conv7", "conv7"),
+                                           ("lutprobe_rk3562_i8", "Conv:p4_conv",
+                                            "p4_conv")])  # fmt: skip
 def test_the_simulator_rounds_a_pre_activation_the_file_lacks(stem: str, op: str,
                                                               pre: str) -> None:  # fmt: skip
     """Depthwise conv + SiLU and conv + HardSigmoid: the simulator rounds the pre-activation to
     its own calibrated int8 grid (a scale and zero point the file does not hold), then applies
     the activation. rknnrt computes the NPU's chain without that step: its pre-activation lies
-    within half a grid step of the simulator's (inside the grid's range) and the activation of
-    the simulator's value is the simulator's output, so the only differences are that grid's
-    (docs/vendor-rknn.md)."""
-    m, n, dumps = _op(stem, op)
-    grid = dumps[pre].astype(np.float64)
-    step = float(np.diff(np.unique(grid)).min())
-    ours = vendor_layers.pre_activation(m, n, dumps)  # (the grid saturates at its range)
+    within half a grid step of the simulator's (inside the grid's range), so the only
+    differences are that grid's (docs/vendor-rknn.md)."""
+    layers = _layers(stem)
+    grid = vendor_file.sim_float(layers, pre)
+    step = layers[pre]["scale"]
+    ours = vendor_file.pre_activation(_file(stem), layers, op).reshape(grid.shape)
     assert np.abs(np.clip(ours, grid.min(), grid.max()) - grid).max() <= step / 2 * 1.01
-    (row,) = vendor_layers.single_op(m, n, dumps)
-    assert row["max_steps"] <= 1 and row["off_tie"] > 0  # (the grid's differences)
+    (row,) = [r for r in vendor_file.per_layer(_file(stem), layers) if r.node == op]
+    assert row.max_steps <= 1 and row.off_tie > 0  # (the grid's differences)
 
 
 @pytest.mark.parametrize("platform", ["rk3588", "rk3562"])

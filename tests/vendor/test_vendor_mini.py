@@ -21,16 +21,16 @@ from rknnrt.model.vendor_rknn import board_rules, int8, mini_format
 MINI = Path(__file__).parent / "fixtures_mini"
 REPORTED: dict = json.loads((MINI / "reported.json").read_text())
 
-# stem -> the words of its refusal (the same int8 rules as v6 files, and rv1106b's NPU format)
+# stem -> the words of its refusal (rv1106's registers hold no Clip bounds and its
+# exSDPAttention scale is not decoded; rv1106b's NPU format). mbv3 and hsig load and agree
+# since the lookup-table activations (ConvHardSwish, ConvHardSigmoid) decode.
 REFUSED: dict[str, str] = {
-    "mbv3_rv1106_i8": "int8 op ConvHardSwish",
-    "hsig_rv1106_i8": "int8 op ConvHardSigmoid",
     "clip_rv1106_i8": "int8 ConvClip",
     "transformer_rv1106_i8": "scale of exSDPAttention",
     "convpool_rv1106b_i8": "NPU format 'RKNPU w1'",
 }
 # Loads; the depthwise ConvExSwish int8 rule is not the simulator's (issue 24, item 4), as
-# in the v6 files: 93% of the output within one step, at most 4 steps.
+# in the v6 files: measured 93.2% of the output within one step, at most 3 steps.
 DRIFT = {"effnet_rv1106_i8"}
 LOADS = [s for s in sorted(REPORTED) if s not in REFUSED]
 AGREE = [s for s in LOADS if s not in DRIFT]
@@ -240,7 +240,7 @@ def test_outputs_agree_with_the_vendor_simulator(stem: str, make_ctx) -> None:
 @pytest.mark.slow
 def test_depthwise_conv_exswish_int8_drift_is_bounded(make_ctx) -> None:
     for kind, value, worst in _agreement("effnet_rv1106_i8", make_ctx):
-        assert kind == "int8" and value >= 0.9 and worst <= 4 + 1e-3, (value, worst)
+        assert kind == "int8" and value >= 0.93 and worst <= 3 + 1e-3, (value, worst)
 
 
 def test_convolution_attributes_come_from_the_registers() -> None:

@@ -3,6 +3,7 @@ int8 real-architecture fixture (tests/vendor/fixtures_arch), on its first test i
 per-layer comparison of vendor files (tools/vendor_diff/vendor_file.py).
 
     /work/vendor_env/bin/python tools/vendor_diff/arch_layers.py OUT_DIR STEM [STEM ...]
+    /work/vendor_env/bin/python tools/vendor_diff/arch_layers.py OUT_DIR --probe NAME PLATFORM ...
 
 Each STEM (`<model>_<platform>_i8`, or a model name: all its platforms) is rebuilt from
 make_arch_fixtures.make_onnx with the calibration set make_fixtures.build_one uses (so the
@@ -12,7 +13,9 @@ OUT_DIR/STEM.npz: `meta` (JSON as uint8: per tensor its scale, zero point, shape
 the simulator rounds it to its int8 grid) and `q/<name>` (int8) for each rounded tensor. The
 simulator's values do not depend on the platform where the compiled graphs have the same
 tensors: files equal to the model's most common one are then kept once, as `<model>_i8.npz`
-(rk3566's exMatMul transformer keeps its own).
+(rk3566's exMatMul transformer keeps its own). --probe builds a lookup-table probe
+(probes.PROBES[NAME]) instead and also exports the file, OUT_DIR/NAME_<platform>_i8.rknn
+(the committed probes.PROBE: lutprobe_<platform>_i8.rknn) beside its dump.
 """
 
 from __future__ import annotations
@@ -31,17 +34,20 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "vendor"))
+sys.path.insert(0, HERE)  # (probes.py: run as a script, no package)
 import make_arch_fixtures as maf  # noqa: E402
 import make_fixtures as mf  # noqa: E402
 
 
-def dump(stem: str, out_dir: str) -> None:
+def dump(stem: str, out_dir: str, model=None, export: bool = False) -> None:
+    """`model` (an onnx.ModelProto; default make_arch_fixtures.make_onnx of the stem's model)
+    built for the stem's platform; `export` also writes OUT_DIR/STEM.rknn (a probe's file)."""
     from rknn.api import RKNN  # the vendor toolkit: only in its own environment
     from ruamel.yaml import YAML
 
     name, platform, dtype = stem.rsplit("_", 2)
     assert dtype == "i8", "per-layer values are for int8 files"
-    model = maf.make_onnx(name)
+    model = maf.make_onnx(name) if model is None else model
     work = tempfile.mkdtemp(prefix="rknnrt_layers_")
     cwd = os.getcwd()
     os.chdir(work)
@@ -72,6 +78,8 @@ def dump(stem: str, out_dir: str) -> None:
             rknn.config(target_platform=platform, custom_string=mf.CUSTOM)
             assert rknn.load_onnx("m.onnx") == 0
             assert rknn.build(do_quantization=True, dataset="dataset.txt") == 0
+            if export:
+                assert rknn.export_rknn(os.path.join(out_dir, f"{stem}.rknn")) == 0
             assert rknn.accuracy_analysis(inputs=lines[0].split(" "), output_dir="snap") == 0
             rknn.release()
         params = YAML(typ="safe").load(open(cfg))["quantize_parameters"]
@@ -124,6 +132,15 @@ def collapse(out_dir: str, stems: list[str]) -> None:
 def main() -> int:
     out_dir = os.path.abspath(sys.argv[1])
     os.makedirs(out_dir, exist_ok=True)
+    if sys.argv[2] == "--probe":  # a lookup-table probe (probes.py) on each PLATFORM
+        from probes import PROBE, PROBES, make
+
+        name = sys.argv[3]
+        for platform in sys.argv[4:]:
+            stem = f"{'lutprobe' if name == PROBE else name}_{platform}_i8"
+            dump(stem, out_dir, make(*PROBES[name]), export=True)
+            print("dumped", stem, flush=True)
+        return 0
     stems = [s for a in sys.argv[2:] for s in
              ([a] if a.endswith("_i8") else [f"{a}_{p}_i8" for p in maf.PLATFORMS])]
     for stem in stems:

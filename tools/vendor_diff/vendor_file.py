@@ -26,7 +26,9 @@ from onnx import TensorProto
 from onnx import helper as oh
 
 from rknnrt.model.errors import VendorFormatError
-from rknnrt.model.vendor_rknn import fileformat, rebuild
+from rknnrt.model.vendor_rknn import fileformat, rebuild, registry
+from rknnrt.model.vendor_rknn.fileformat import CONST_KINDS
+from rknnrt.model.vendor_rknn.graph import GraphBuilder, is_helper
 
 from .compare import off_tie
 
@@ -124,11 +126,48 @@ def per_layer(buf: bytes, layers: dict[str, dict]) -> list[OpRow]:
     return rows
 
 
+def pre_activation(buf: bytes, layers: dict[str, dict], op: str) -> np.ndarray:
+    """rknnrt's value of op `op`'s convolution before the activation fused after it (the
+    output of the Conv its decoder writes; a tensor the file does not store), the op alone
+    fed the simulator's int8 inputs: for comparison with the simulator's own rounding of it."""
+    m = fileformat.parse(memoryview(buf))
+    n = next(n for n in m.nodes if n.name == op)
+    b = GraphBuilder(m)
+    feed = {}
+    for t in (m.tensors[i] for i in n.inputs):
+        if t.kind in CONST_KINDS or is_helper(t):
+            continue
+        sim = _sim_value(t, layers)
+        if sim is None:
+            raise VendorFormatError(f"no simulator value of input '{t.name}'")
+        b.int8_values[t.index] = (t.name, b.const(np.array(t.scale[0], np.float32), "scale"),
+                                  b.const(np.array(t.zp[0], np.int8), "zp"))  # fmt: skip
+        b.graph.input.append(oh.make_tensor_value_info(t.name, TensorProto.INT8, list(t.shape)))
+        feed[t.name] = sim.astype(np.int8)
+    registry.lookup(n).decode(b, n)
+    conv = [x for x in b.nodes if x.op_type == "Conv"][-1].output[0]
+    rebuild.place_weights(b, bytearray(0))
+    b.model.opset_import.add(domain="", version=rebuild.OPSET)
+    b.graph.node.extend(b.nodes)
+    b.graph.output.append(oh.make_empty_tensor_value_info(conv))
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(b.model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])  # fmt: skip
+    return np.asarray(session.run([conv], feed)[0], np.float64)
+
+
+def sim_float(layers: dict[str, dict], name: str) -> np.ndarray:
+    """The simulator's value of tensor `name` (on its own int8 grid), dequantised."""
+    entry = layers[name]
+    return (entry["q"].astype(np.float64) - entry["zp"]) * entry["scale"]
+
+
 def layer_path(layers_dir: Path, stem: str) -> Path | None:
     """The simulator's dump for `<model>_<platform>_i8`: its own, else the model's."""
     if not stem.endswith("_i8"):
         return None
-    for name in (stem, f"{stem.rsplit('_', 2)[0]}_i8"):
+    for name in (stem, f"{stem.rsplit('_', 2)[0]}_i8"):  # (a probe: its own)
         if (layers_dir / f"{name}.npz").exists():
             return layers_dir / f"{name}.npz"
     return None

@@ -2,10 +2,11 @@
 SiLU, GELU, HardSwish or HardSigmoid with several alpha/beta), each branch its own output, with
 seeded weights scaled per probe so that the pre-activation ranges differ.
 
-    python -m tools.vendor_layers.probes OUT_DIR      (writes one ONNX per probe set)
+    python -m tools.vendor_diff.probes OUT_DIR      (writes one ONNX per probe set)
 
-then build and check them with `python -m tools.vendor_layers --build OUT_DIR/X.onnx PLATFORM
-DIR` (the vendor's environment is needed for the build only)."""
+The committed probe (PROBE, tests/vendor/fixtures_arch/lut_probes) is built and dumped in the
+vendor's environment by `arch_layers.py OUT_DIR --probe NAME PLATFORM ...`, then compared op by op
+with `python -m tools.vendor_diff.vendor_file` like any fixture."""
 
 from __future__ import annotations
 
@@ -73,6 +74,9 @@ def make(seed: int, depthwise: bool, gain: float) -> onnx.ModelProto:
     return model
 
 
+# the committed probe: Sigmoid, SiLU, GELU, HardSwish, HardSigmoid (1/6, 1/2), (0.2, 0.4) and
+# (0.3, 0.6) (a positive addend) after a full conv, pre-activations up to 3x the usual range
+PROBE = "conv_g3.0_s2"
 PROBES = {f"{'dw' if dw else 'conv'}_g{gain}_s{seed}": (seed, dw, gain)
           for seed, gain in ((1, 1.0), (2, 3.0), (3, 0.4)) for dw in (False, True)}  # fmt: skip
 
