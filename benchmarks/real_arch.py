@@ -23,6 +23,7 @@ import math
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 
 import numpy as np
 import onnxruntime as ort
