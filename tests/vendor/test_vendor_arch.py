@@ -21,10 +21,13 @@ PLATFORMS = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")
 # grid the file does not store (docs/vendor-rknn.md, "Lookup tables"): measured 93.2% of the
 # output within one step, at most 3 steps, on every platform.
 DRIFT = {f"effnet_{p}_i8" for p in PLATFORMS}
-# Load and agree within bounds: ConvExGelu and the exSDPAttention int8 scale decode, but
-# exNorm (LayerNorm), the attention's softmax/second product (rk3566: its two exMatMul) and
-# rk3576's standalone exGelu still differ off ties op by op (test_vendor_layers.KNOWN):
-# measured 98.4% of the output within one step (rk3576 97.9%), at most 2 steps.
+# Load and agree within bounds: every op of the int8 ViT block is the simulator's arithmetic
+# but exNorm's scale, which the file stores as float16 where the simulator rounds the ONNX
+# float32 value to its int8 grid (a few channels lie within half a float16 step of a tie:
+# test_vendor_layers.KNOWN, test_vendor_transformer_int8), and rk3576's exGelu input. Measured
+# per input (3): >= 99.48% of the output within one step (rk3576 99.22%), at most 2 steps, but
+# rk3566's third input, 98.44% (its mean 99.31%); before the attention grids and exNorm's:
+# 97.9-98.7% (means 98.1-98.6%).
 OTHER_OPS = {f"transformer_{p}_i8" for p in PLATFORMS}
 AGREE = [s for s in sorted(REPORTED) if s not in DRIFT | OTHER_OPS]
 
@@ -104,9 +107,11 @@ def test_depthwise_conv_exswish_int8_drift_is_bounded(stem: str) -> None:
                                   pytest.param(s, marks=pytest.mark.slow)
                                   for s in sorted(OTHER_OPS)])  # fmt: skip
 def test_int8_transformer_block_agreement_is_bounded(stem: str) -> None:
-    floor = 0.975 if stem.startswith("transformer_rk3576") else 0.98
-    for kind, value, worst in _steps_and_cosines(stem):
+    rows = _steps_and_cosines(stem)
+    floor = 0.984 if stem.startswith("transformer_rk3566") else 0.99
+    for kind, value, worst in rows:
         assert kind == "int8" and value >= floor and worst <= 2 + 1e-3, (stem, value, worst)
+    assert np.mean([value for _, value, _ in rows]) >= 0.993, (stem, rows)
 
 
 @pytest.mark.parametrize("stem", [f"argmax_{p}_{d}" for p in PLATFORMS for d in ("i8", "fp16")])

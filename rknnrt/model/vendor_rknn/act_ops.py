@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import numerics
 from ..errors import VendorFormatError
 from .decoders import OpTable
 from .fileformat import CONST_KINDS, Node
@@ -55,7 +56,10 @@ def gelu_op(b: GraphBuilder, n: Node) -> str:
     return gelu(b, b.value(single(b, n)))
 
 
-def _params(b: GraphBuilder, n: Node, count: int, channels: int) -> list[np.ndarray]:
+def _params(b: GraphBuilder, n: Node, count: int, channels: int,
+            on_grid: bool = False) -> list[np.ndarray]:  # fmt: skip
+    """The op's first `count` constant parameters, `channels` values each; `on_grid`: each
+    rounded to the int8 grid of its own stored scale and zero point, where it has one."""
     consts = [t for t in operands(b, n)[1:] if t.kind in CONST_KINDS][:count]
     if len(consts) != count:
         raise VendorFormatError(
@@ -66,7 +70,10 @@ def _params(b: GraphBuilder, n: Node, count: int, channels: int) -> list[np.ndar
         array = b.m.const(t).astype(np.float32).reshape(-1)
         if array.size < channels:
             raise VendorFormatError(f"vendor .rknn model: a parameter of '{n.name}' is too short")
-        out.append(array[:channels])
+        array = array[:channels]
+        if on_grid and t.scale:
+            array = numerics.fake_quantize(array, t.scale[0], t.zp[0] if t.zp else 0)
+        out.append(array.astype(np.float32))
     return out
 
 
@@ -132,7 +139,10 @@ def layer_norm(b: GraphBuilder, n: Node) -> str:
         )
     axis = axes[0] % rank
     channels = src.shape[axis]
-    scale, bias = _params(b, n, 2, channels)
+    # int8 files: the scale and bias are stored as float16/float32 with an int8 scale and zero
+    # point of their own, and the simulator normalises with them on that grid (its quantisation
+    # config holds both as int8 per tensor; rknn-toolkit2 2.5.0, the transformer fixtures)
+    scale, bias = _params(b, n, 2, channels, on_grid=b.quantized)
     shape = [1] * rank
     shape[axis] = channels
     mean = b.add("ReduceMean", [x], "mean", axes=[axis], keepdims=1)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import VendorFormatError
 from .decoders import OpTable
-from .fileformat import CONST_KINDS, Node
+from .fileformat import CONST_KINDS, Node, Tensor
 from .graph import GraphBuilder, operands, output
 
 OPS = OpTable()
@@ -31,6 +31,8 @@ SCALE_INT8_SHIFT_WORD = 8
 # the Q K^T step's constant, in every build: with it, no scale programmed means s = 1
 QK_SUFFIX = "_qk_conv_mul_add_output_rs_weight"
 SCALE_CFG_FORMATS = ("RKNPU f2", "RKNPU f3")
+PROBS_ZP = -128  # softmax probabilities: a range from 0, on an int8 grid
+SYMMETRIC_LEVELS = 127  # a symmetric int8 grid's steps on either side of 0
 
 
 def _const_words(b: GraphBuilder, name: str) -> np.ndarray | None:
@@ -89,14 +91,61 @@ def attention(b: GraphBuilder, n: Node) -> str:
         )
     q, k, v = (b.value(t) for t in real)
     scale = _scale(b, n, real[0].shape[1])
+    grids = _int8_grids(b, n, real, scale) if b.quantized else None
     # [H, D, 1, T] -> [H, 1, T, D]
     qt, vt = (b.add("Transpose", [x], "tok", perm=[0, 2, 3, 1]) for x in (q, v))
     kt = b.add("Transpose", [k], "kt", perm=[0, 2, 1, 3])  # [H, 1, D, T]
-    scores = b.add("Mul", [b.add("MatMul", [qt, kt], "qk"),
-                           b.const(np.array(scale, np.float32), "s")], "scores")  # fmt: skip
+    qk = b.add("MatMul", [qt, kt], "qk")
+    if grids is not None:
+        qk = b.on_grid(qk, *grids[0], "qk_grid")
+    scores = b.add("Mul", [qk, b.const(np.array(scale, np.float32), "s")], "scores")
     probs = b.add("Softmax", [scores], "attn", axis=-1)
+    if grids is not None:
+        probs = b.on_grid(probs, *grids[1], "p_grid")
     y = b.add("MatMul", [probs, vt], "pv")  # [H, 1, T, D]
     return b.add("Transpose", [y], "back", perm=[0, 3, 1, 2])
+
+
+def _int8_grids(b: GraphBuilder, n: Node, qkv: list[Tensor],
+                scale: float) -> tuple[tuple[float, int], tuple[float, int]]:  # fmt: skip
+    """The two int8 grids an int8 exSDPAttention rounds to inside (scale, zero point): the raw
+    Q K^T (before s) and the softmax probabilities. The simulator takes both from its
+    quantisation config; the file keeps them in the output conversions of the op's tasks
+    (rknn-toolkit2 2.5.0, the transformer fixtures of rk3588, rk3562, rk3576, rv1126b): the
+    Q K^T tasks program (zp, m, shift) with m / 2^shift = s_k s_qsym / (s grid), s_qsym Q's
+    symmetric step (`symmetric_scale`: the NPU multiplies a symmetric Q), and the P V tasks
+    (out zp, m, shift) with m / 2^shift = 2 s_p s_v / s_out; the probabilities' zero point is
+    -128 (their range starts at 0). Both multipliers have 15 bits: the grids are the config's
+    to 2e-5 (0.10114 Q K^T, 0.0023029 P: 0 differences on the fixture)."""
+    rows = [r for r in b.regs.out_cvts(n) if 0 < r[2] < 32 and r[1] > 1 and r[1] != 1 << r[2]]
+    distinct = list(dict.fromkeys(rows))
+    out = output(b, n)
+    q, k, v = qkv
+    if len(distinct) != 2 or distinct[1][0] != (out.zp[0] if out.zp else 0) or not (
+            q.scale and k.scale and v.scale and out.scale):  # fmt: skip
+        raise VendorFormatError(
+            f"vendor .rknn model: the int8 grids inside exSDPAttention '{n.name}' are not "
+            f"decoded (output conversions {distinct})"
+        )
+    (qk_zp, qk_m, qk_shift), (_, pv_m, pv_shift) = distinct
+    qk_grid = k.scale[0] * symmetric_scale(n, q) / (scale * qk_m / 2**qk_shift)
+    p_grid = pv_m / 2**pv_shift * out.scale[0] / (2 * v.scale[0])
+    return (qk_grid, qk_zp), (p_grid, PROBS_ZP)
+
+
+def symmetric_scale(n: Node, t: Tensor) -> float:
+    """The symmetric int8 step of feature `t`'s calibrated range, max(|lo|, |hi|) / 127 in
+    float32: an int8 exMatMul's second operand is requantised to it (zero point 0) before the
+    product, by the simulator (its quantisation config marks the tensor `qmode: symmetric` for
+    that op) and by the NPU (a task of the op requantises it: OUT_CVT 32506 / 2^15 = s / s_sym
+    for rk3566's Q; rknn-toolkit2 2.5.0, the transformer fixture). The range is the tensor's
+    stored one (fields 8/9)."""
+    if not t.lo or not t.hi or max(abs(t.lo[0]), abs(t.hi[0])) <= 0:
+        raise VendorFormatError(
+            f"vendor .rknn model: int8 {n.op_type} '{n.name}': operand '{t.name}' stores no "
+            "calibrated range"
+        )
+    return float(np.float32(max(abs(t.lo[0]), abs(t.hi[0]))) / np.float32(SYMMETRIC_LEVELS))
 
 
 @OPS.register("exMatMul")
@@ -120,6 +169,8 @@ def matmul(b: GraphBuilder, n: Node) -> str:
     a, bb = (b.add("Reshape", [b.value(t), b.const(np.array([t.shape[0], t.shape[1], -1],
                                                              np.int64), "shape")], "mm_in")
              for t in feats)  # fmt: skip
+    if b.quantized:
+        bb = b.on_grid(bb, symmetric_scale(n, feats[1]), 0, "mm_sym")
     y = b.add("MatMul", [b.add("Transpose", [a], "mm_t", perm=[0, 2, 1]), bb], "mm")
     if consts:
         factor = b.m.const(consts[0]).astype(np.float32).reshape(-1)

@@ -58,6 +58,10 @@ class Tensor:
     offset: int  # field 13: offset in internal (features) or weight (consts) memory
     buffer: int  # field 18: index into Model field 20, -1 when absent
     width_align: int  # field 20: inputs with C <= 4 only
+    # fields 8/9: the calibrated range of a quantised feature (float32; what the scale and zero
+    # point were made from), empty elsewhere
+    lo: list[float] = field(default_factory=list)
+    hi: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -146,7 +150,7 @@ def _tensor(index: int, t: Table) -> Tensor:
         qnt_type=t.string(7) or "", scale=_floats(t, 10), zp=t.ints(11) or [],
         size=int(t.scalar(12, "<i")), offset=int(t.scalar(13, "<i")),
         buffer=int(t.scalar(18, "<i", -1)) if t.has(18) else -1,
-        width_align=int(t.scalar(20, "<i")),
+        width_align=int(t.scalar(20, "<i")), lo=_floats(t, 8), hi=_floats(t, 9),
     )  # fmt: skip
 
 

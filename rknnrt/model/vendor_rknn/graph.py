@@ -120,6 +120,19 @@ class GraphBuilder:
             self.conv_inputs[t.index] = deq
         return self.conv_inputs[t.index]
 
+    def on_grid(self, x: str, scale: float, zp: int, hint: str) -> str:
+        """Float value `x` rounded to an int8 grid no tensor stores (an intermediate the vendor's
+        simulator rounds): QuantizeLinear, then back by Cast/Sub/Mul, DequantizeLinear's float
+        operations, so that onnxruntime's QDQ fusions (which would compute the op after it in
+        integers) never see a DequantizeLinear here."""
+        s = self.const(np.array(scale, np.float32), hint + "_s")
+        q = self.add("QuantizeLinear", [x, s, self.const(np.array(zp, np.int8), hint + "_zp")],
+                     hint + "_q")  # fmt: skip
+        f = self.add("Cast", [q], hint + "_f", to=TensorProto.FLOAT)
+        if zp:
+            f = self.add("Sub", [f, self.const(np.array(zp, np.float32), hint + "_zf")], hint)
+        return self.add("Mul", [f, s], hint)
+
     def store(self, raw: str, t: Tensor) -> None:
         """Round op output `raw` to the stored type of tensor `t`, as the NPU stores it."""
         if t.qnt_type == "int8" and t.scale:

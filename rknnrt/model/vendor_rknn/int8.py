@@ -92,6 +92,17 @@ class RegisterFile:
         return {v for regs, values in self._tasks.get(n.index, []) for v in
                 values[regs == reg].tolist()}  # fmt: skip
 
+    def out_cvts(self, n: Node) -> list[tuple[int, int, int]]:
+        """(offset, scale, shift) of each of op `n`'s tasks that programs the output
+        conversion, in task order (offset signed, scale's low 16 bits)."""
+        rows = []
+        for regs, values in self._tasks.get(n.index, []) if self.cvt is not None else []:
+            first = dict(zip(regs[::-1].tolist(), values[::-1].tolist()))
+            if all(r in first for r in self.cvt):
+                offset, scale, shift = (first[r] for r in self.cvt)
+                rows.append((offset - (1 << 32) if offset >> 31 else offset, scale & 0xFFFF, shift))
+        return rows
+
     def first_task(self, n: Node) -> dict[int, int] | None:
         """The registers of op `n`'s first task that is no lookup-table upload."""
         return self.first.get(n.index)
