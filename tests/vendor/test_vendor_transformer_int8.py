@@ -134,3 +134,28 @@ def test_with_the_onnx_float32_scales_the_block_is_exact_end_to_end(monkeypatch)
     assert [kind for kind, _, _ in rows] == ["int8"] * 3
     assert all(within == 1.0 for _, within, _ in rows)
     assert sorted(worst for _, _, worst in rows)[:2] == [0.0, 0.0]
+
+
+# attention probes (tools/vendor_diff/attention_probes.py; files in fixtures_arch/attn_probes,
+# the simulator's values in layers/): other widths, heads and scales. Each op's count of
+# differences that are not ties: exNorm's float16 scale as in the fixtures, and on attn_c one
+# element of exSDPAttention within the 15-bit multipliers' resolution of the grids (with the
+# config's own grids, 0); every other op 0.
+PROBE_KNOWN = {
+    "attn_a_rk3566_i8": {"exNorm": 3},  # 4 heads of 12, s = 0.3: exMatMul
+    "attn_a_rk3562_i8": {"exNorm": 3},  # the same through exSDPAttention
+    "attn_c_rk3588_i8": {"exNorm": 1, "exSDPAttention": 1},  # s = 1
+}
+
+
+@pytest.mark.parametrize("stem", sorted(PROBE_KNOWN))
+def test_attention_probes_per_layer(stem: str) -> None:
+    from tools.vendor_diff import vendor_file
+
+    buf = (ARCH / "attn_probes" / f"{stem}.rknn").read_bytes()
+    rows = vendor_file.per_layer(buf, vendor_file.load_layers(ARCH / "layers" / f"{stem}.npz"))
+    assert len(rows) == vendor_file.stored_ops(buf)
+    ops = {r.op_type for r in rows}
+    assert {"exNorm", "exMatMul" if "rk3566" in stem else "exSDPAttention"} <= ops
+    for r in rows:
+        assert r.off_tie == PROBE_KNOWN[stem].get(r.op_type, 0) and r.max_steps <= 1, r

@@ -14,8 +14,9 @@ the simulator rounds it to its int8 grid) and `q/<name>` (int8) for each rounded
 simulator's values do not depend on the platform where the compiled graphs have the same
 tensors: files equal to the model's most common one are then kept once, as `<model>_i8.npz`
 (rk3566's exMatMul transformer keeps its own). --probe builds a lookup-table probe
-(probes.PROBES[NAME]) instead and also exports the file, OUT_DIR/NAME_<platform>_i8.rknn
-(the committed probes.PROBE: lutprobe_<platform>_i8.rknn) beside its dump.
+(probes.PROBES[NAME]) or an attention probe (attention_probes.PROBES[NAME]) instead and also
+exports the file, OUT_DIR/NAME_<platform>_i8.rknn (the committed probes.PROBE:
+lutprobe_<platform>_i8.rknn) beside its dump.
 """
 
 from __future__ import annotations
@@ -132,13 +133,16 @@ def collapse(out_dir: str, stems: list[str]) -> None:
 def main() -> int:
     out_dir = os.path.abspath(sys.argv[1])
     os.makedirs(out_dir, exist_ok=True)
-    if sys.argv[2] == "--probe":  # a lookup-table probe (probes.py) on each PLATFORM
+    if sys.argv[2] == "--probe":  # a lookup-table (probes.py) or attention probe, per PLATFORM
+        import attention_probes
         from probes import PROBE, PROBES, make
 
         name = sys.argv[3]
         for platform in sys.argv[4:]:
             stem = f"{'lutprobe' if name == PROBE else name}_{platform}_i8"
-            dump(stem, out_dir, make(*PROBES[name]), export=True)
+            model = attention_probes.make(*attention_probes.PROBES[name]) \
+                if name in attention_probes.PROBES else make(*PROBES[name])  # fmt: skip
+            dump(stem, out_dir, model, export=True)
             print("dumped", stem, flush=True)
         return 0
     stems = [s for a in sys.argv[2:] for s in
