@@ -44,15 +44,15 @@ KNOWN: dict[tuple[str, str], int] = {
     **{(f"transformer_{p}_i8", "exNorm:layernormalization3#1"): 1 for p in _ALL},
     **{(f"transformer_{p}_i8", "exNorm:layernormalization41#1"): 6 for p in _SDPA},
     ("transformer_rk3566_i8", "exNorm:layernormalization41#1"): 11,
-    # rk3576 stores the conv before its standalone exGelu as int8 (the board rounds it), the
-    # simulator keeps it in float32 (its config: qmode replace, float32): the GELU's input
-    ("transformer_rk3576_i8", "exGelu:mul53_2gelu"): 168,
 }  # fmt: skip
-# ops whose output the simulator does not round with the file's parameters (not compared)
+# ops whose output the simulator does not round with the file's parameters (not compared):
+# rk3576's DenseNet conv writing into its Concat's grid, and rk3576's conv before a standalone
+# exGelu, which the file stores as int8 and the simulator keeps in float32 (its readers read it
+# unrounded: vendor_file; its exGelu was 168 of 768 off ties fed the int8 value, now 0)
 NOT_COMPARED = {**{f"densenet_{p}_i8": 1 for p in _3576}, "transformer_rk3576_i8": 1}
 FAST = ["clip_rk3588_i8", "mbv2_rk3576_i8", "densenet_rk3576_i8", "stem_rk3562_i8",
         "argmax_rv1126b_i8", "slice_rk3566_i8", "mbv3_rk3588_i8", "transformer_rk3588_i8",
-        "transformer_rk3566_i8"]  # fmt: skip
+        "transformer_rk3566_i8", "transformer_rk3576_i8"]  # fmt: skip
 
 
 def _check(stem: str) -> None:

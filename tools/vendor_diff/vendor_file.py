@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 from onnx import TensorProto
 from onnx import helper as oh
@@ -98,6 +99,10 @@ def per_layer(buf: bytes, layers: dict[str, dict]) -> list[OpRow]:
         if q_name not in {i.name for i in graph.input}:
             graph.input.append(oh.make_tensor_value_info(q_name, TensorProto.INT8, list(t.shape)))
         feed[q_name] = sim.astype(np.int8)
+    kept = [t for t in m.tensors if t.index in b.int8_values and t.index not in exposed and
+            layers.get(t.name, {}).get("rounded") is False]  # fmt: skip
+    for t in kept:  # stored as int8, but the simulator keeps it in float: read unrounded
+        _read_unrounded(b, t, producers)
     for t in ins:  # a float input the simulator quantised: its dequantised value
         if t.name not in feed:
             sim = _sim_value(t, layers)
@@ -124,6 +129,20 @@ def per_layer(buf: bytes, layers: dict[str, dict]) -> list[OpRow]:
         rows.append(OpRow(n.op_type, n.name, t.name, int(sim.size), int(np.count_nonzero(steps)),
                           off_tie(sim, ours, exact), int(steps.max(initial=0))))  # fmt: skip
     return rows
+
+
+def _read_unrounded(b: GraphBuilder, t: fileformat.Tensor,
+                    producers: dict[str, onnx.NodeProto]) -> None:  # fmt: skip
+    """Where the file stores `t` as int8 but the simulator keeps it in float (rk3576's conv
+    before a standalone exGelu: its config's `qmode: replace`, float32), the ops reading `t`
+    read the value before its rounding (computed from the simulator's inputs like any op's),
+    so that they compute from the simulator's own kind of input; `t` itself is not compared."""
+    node = producers.get(b.int8_values[t.index][0])
+    if node is None:
+        return
+    readers = {b.values.get(t.index), b.conv_inputs.get(t.index)} - {None}
+    for reader in b.model.graph.node:
+        reader.input[:] = [node.input[0] if i in readers else i for i in reader.input]
 
 
 def pre_activation(buf: bytes, layers: dict[str, dict], op: str) -> np.ndarray:
