@@ -113,25 +113,23 @@ class GraphBuilder:
         if t.index not in self.int8_values:
             return self.value(t)
         if t.index not in self.conv_inputs:  # one dequantisation however many convs read it
-            q, scale, zp = self.int8_values[t.index]
-            x = self.add("Cast", [q], "i2f", to=TensorProto.FLOAT)
-            zp_f = self.add("Cast", [zp], "zpf", to=TensorProto.FLOAT)
-            deq = self.add("Mul", [self.add("Sub", [x, zp_f], "sub"), scale], "deq")
-            self.conv_inputs[t.index] = deq
+            self.conv_inputs[t.index] = self._dequantize_arith(*self.int8_values[t.index])
         return self.conv_inputs[t.index]
+
+    def _dequantize_arith(self, q: str, scale: str, zp: str) -> str:
+        """(q - zp) * scale by Cast, Sub, Mul: DequantizeLinear's float operations, in a form
+        onnxruntime's QDQ fusions do not recognise."""
+        x = self.add("Cast", [q], "i2f", to=TensorProto.FLOAT)
+        zp_f = self.add("Cast", [zp], "zpf", to=TensorProto.FLOAT)
+        return self.add("Mul", [self.add("Sub", [x, zp_f], "sub"), scale], "deq")
 
     def on_grid(self, x: str, scale: float, zp: int, hint: str) -> str:
         """Float value `x` rounded to an int8 grid no tensor stores (an intermediate the vendor's
-        simulator rounds): QuantizeLinear, then back by Cast/Sub/Mul, DequantizeLinear's float
-        operations, so that onnxruntime's QDQ fusions (which would compute the op after it in
-        integers) never see a DequantizeLinear here."""
+        simulator rounds): QuantizeLinear, then back arithmetically (`_dequantize_arith`), so
+        that onnxruntime never computes the op reading it in integers (QDQ fusion)."""
         s = self.const(np.array(scale, np.float32), hint + "_s")
-        q = self.add("QuantizeLinear", [x, s, self.const(np.array(zp, np.int8), hint + "_zp")],
-                     hint + "_q")  # fmt: skip
-        f = self.add("Cast", [q], hint + "_f", to=TensorProto.FLOAT)
-        if zp:
-            f = self.add("Sub", [f, self.const(np.array(zp, np.float32), hint + "_zf")], hint)
-        return self.add("Mul", [f, s], hint)
+        z = self.const(np.array(zp, np.int8), hint + "_zp")
+        return self._dequantize_arith(self.add("QuantizeLinear", [x, s, z], hint + "_q"), s, z)
 
     def store(self, raw: str, t: Tensor) -> None:
         """Round op output `raw` to the stored type of tensor `t`, as the NPU stores it."""
