@@ -138,8 +138,9 @@ def symmetric_scale(n: Node, t: Tensor) -> float:
     float32: an int8 exMatMul's second operand is requantised to it (zero point 0) before the
     product, by the simulator (its quantisation config marks the tensor `qmode: symmetric` for
     that op) and by the NPU (a task of the op requantises it: OUT_CVT 32506 / 2^15 = s / s_sym
-    for rk3566's Q; rknn-toolkit2 2.5.0, the transformer fixture). The range is the tensor's
-    stored one (fields 8/9)."""
+    for rk3566's Q; rknn-toolkit2 2.5.0, the transformer fixture), and exSDPAttention's Q K^T
+    conversion is computed with Q's (`_int8_grids`). The range is the tensor's stored one
+    (fields 8/9)."""
     if not t.lo or not t.hi or max(abs(t.lo[0]), abs(t.hi[0])) <= 0:
         raise VendorFormatError(
             f"vendor .rknn model: int8 {n.op_type} '{n.name}': operand '{t.name}' stores no "
