@@ -1,0 +1,522 @@
+/* rknnrt's onnxruntime custom-op library: int8 depthwise convolution with per-channel weight
+ * zero points, the arithmetic of onnxruntime's QLinearConv without its slow depthwise path
+ * (rknnrt/core/program/int8_depthwise.py says why; rknnrt/sessions/kernels/__init__.py builds
+ * this file and registers it).
+ *
+ * Op `rknnrt.kernels::DepthwiseConvInt8_<x><y>` (x, y: u8 or s8), NHWC:
+ *   inputs  x [N,H,W,C] (x type), w [KH,KW,C] int32 (weights minus their zero points),
+ *           bias [C] int32, m [C] float32 ((xs * ws[c]) / ys, rounded to float32 once)
+ *   attrs   x_zero_point, y_zero_point, strides (stride_h, stride_w), pads (pad_top,
+ *           pad_left, pad_bottom, pad_right), dilations (dilation_h, dilation_w): int64
+ *   output  y [N,OH,OW,C] (y type)
+ * per channel c: acc = sum (x - xz) * w[c] + bias[c] in int32 (padding contributes 0), then
+ * y = saturate(nearbyintf(float(acc) * m[c]) + yz), the float32 product rounded half to even
+ * (the default rounding mode) and clamped to the output type, as QLinearConv computes it.
+ *
+ * onnxruntime's wheel ships no headers: the few declarations below are this library's own,
+ * from the facts of onnxruntime_c_api.h. OrtApi is an append-only table of function pointers,
+ * so an entry's position is the same in every version at or after the one that added it; the
+ * positions used are named API_* (tests/perf/test_dw_kernel.py runs the op on the installed
+ * onnxruntime, which exercises every one). OrtCustomOp's `version` says which of its fields
+ * onnxruntime may read: at 8, the first twelve (types, compute, destroy, and the inputs' and
+ * outputs' characteristics, which onnxruntime's schema check calls at any version); the
+ * fields added later (memory types from 13, variadic arity from 14, ...) stay NULL. */
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define DW_X86 1
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef struct OrtStatus OrtStatus;
+typedef struct OrtApi OrtApi; /* used only as a table of function pointers */
+typedef struct OrtValue OrtValue;
+typedef struct OrtKernelContext OrtKernelContext;
+typedef struct OrtKernelInfo OrtKernelInfo;
+typedef struct OrtSessionOptions OrtSessionOptions;
+typedef struct OrtCustomOpDomain OrtCustomOpDomain;
+typedef struct OrtTensorTypeAndShapeInfo OrtTensorTypeAndShapeInfo;
+
+typedef struct OrtApiBase {
+    const OrtApi *(*GetApi)(uint32_t version);
+    const char *(*GetVersionString)(void);
+} OrtApiBase;
+
+/* ONNXTensorElementDataType values */
+enum { T_FLOAT = 1, T_UINT8 = 2, T_INT8 = 3, T_INT32 = 6 };
+enum { ORT_FAIL = 1, ORT_INVALID_ARGUMENT = 2 };
+
+/* positions in OrtApi */
+enum {
+    API_CreateStatus = 0,
+    API_CreateCustomOpDomain = 26,
+    API_CustomOpDomain_Add = 27,
+    API_AddCustomOpDomain = 28,
+    API_GetTensorMutableData = 51,
+    API_GetDimensionsCount = 61,
+    API_GetDimensions = 62,
+    API_GetTensorTypeAndShape = 65,
+    API_KernelInfoGetAttribute_int64 = 86,
+    API_KernelContext_GetInput = 90,
+    API_KernelContext_GetOutput = 91,
+    API_ReleaseStatus = 93,
+    API_ReleaseTensorTypeAndShapeInfo = 99,
+};
+#define API_VERSION_USED 13 /* every position above exists by this version */
+
+typedef OrtStatus *(*CreateStatus_f)(int code, const char *msg);
+typedef OrtStatus *(*CreateCustomOpDomain_f)(const char *domain, OrtCustomOpDomain **out);
+typedef OrtStatus *(*CustomOpDomain_Add_f)(OrtCustomOpDomain *domain, const void *op);
+typedef OrtStatus *(*AddCustomOpDomain_f)(OrtSessionOptions *options, OrtCustomOpDomain *domain);
+typedef OrtStatus *(*GetTensorMutableData_f)(OrtValue *value, void **out);
+typedef OrtStatus *(*GetDimensionsCount_f)(const OrtTensorTypeAndShapeInfo *info, size_t *out);
+typedef OrtStatus *(*GetDimensions_f)(const OrtTensorTypeAndShapeInfo *info, int64_t *dims,
+                                      size_t count);
+typedef OrtStatus *(*GetTensorTypeAndShape_f)(const OrtValue *value,
+                                              OrtTensorTypeAndShapeInfo **out);
+typedef OrtStatus *(*KernelInfoGetAttribute_int64_f)(const OrtKernelInfo *info, const char *name,
+                                                     int64_t *out);
+typedef OrtStatus *(*KernelContext_GetInput_f)(const OrtKernelContext *ctx, size_t index,
+                                               const OrtValue **out);
+typedef OrtStatus *(*KernelContext_GetOutput_f)(OrtKernelContext *ctx, size_t index,
+                                                const int64_t *dims, size_t count,
+                                                OrtValue **out);
+typedef void (*ReleaseStatus_f)(OrtStatus *status);
+typedef void (*ReleaseTensorTypeAndShapeInfo_f)(OrtTensorTypeAndShapeInfo *info);
+
+#define FN(api, name) ((name##_f)(((void *const *)(api))[API_##name]))
+
+/* OrtCustomOp: the fields up to KernelDestroy, then the later ones left NULL */
+typedef struct CustomOp {
+    uint32_t version;
+    void *(*CreateKernel)(const struct CustomOp *op, const OrtApi *api, const OrtKernelInfo *info);
+    const char *(*GetName)(const struct CustomOp *op);
+    const char *(*GetExecutionProviderType)(const struct CustomOp *op);
+    int (*GetInputType)(const struct CustomOp *op, size_t index);
+    size_t (*GetInputTypeCount)(const struct CustomOp *op);
+    int (*GetOutputType)(const struct CustomOp *op, size_t index);
+    size_t (*GetOutputTypeCount)(const struct CustomOp *op);
+    void (*KernelCompute)(void *kernel, OrtKernelContext *ctx);
+    void (*KernelDestroy)(void *kernel);
+    int (*GetInputCharacteristic)(const struct CustomOp *op, size_t index);
+    int (*GetOutputCharacteristic)(const struct CustomOp *op, size_t index);
+    void *later[24]; /* fields of later versions: never read at version 8 */
+} CustomOp;
+
+typedef struct DwOp {
+    CustomOp base; /* first: onnxruntime hands back a pointer to it */
+    const char *name;
+    int x_type, y_type;
+} DwOp;
+
+typedef struct Kernel {
+    const OrtApi *api;
+    int x_signed, y_signed;
+    int64_t xz, yz, sh, sw, pt, pl, pb, pr, dh, dw;
+} Kernel;
+
+/* ---- the arithmetic ---------------------------------------------------------------------- */
+
+typedef struct Shape {
+    int64_t n, h, w, c, kh, kw, oh, ow;
+} Shape;
+
+static inline int32_t load_x(const void *x, int is_signed, size_t i) {
+    return is_signed ? (int32_t)((const int8_t *)x)[i] : (int32_t)((const uint8_t *)x)[i];
+}
+
+/* one output value: float32 product, nearest-even rounding, clamp, zero point */
+static inline int32_t requantize(int32_t acc, float m, float lo, float hi, int32_t yz) {
+    float v = (float)acc * m;
+    v = v < lo ? lo : (v > hi ? hi : v); /* bounds are integers: clamp then round is the same */
+    return (int32_t)nearbyintf(v) + yz;
+}
+
+static inline void store_y(void *y, int is_signed, size_t i, int32_t v) {
+    if (is_signed)
+        ((int8_t *)y)[i] = (int8_t)v;
+    else
+        ((uint8_t *)y)[i] = (uint8_t)v;
+}
+
+/* channels [c0, c1) of one output pixel, scalar */
+static void pixel_scalar(const Kernel *k, const Shape *s, const void *x, const int32_t *w,
+                         const int32_t *bias, const float *m, void *y, const int64_t *taps,
+                         const int64_t *tap_w, int ntaps, size_t out, int64_t c0, float lo,
+                         float hi) {
+    for (int64_t c = c0; c < s->c; c++) {
+        int32_t acc = bias[c];
+        for (int t = 0; t < ntaps; t++)
+            acc += (load_x(x, k->x_signed, (size_t)(taps[t] + c)) - (int32_t)k->xz) *
+                   w[tap_w[t] + c];
+        store_y(y, k->y_signed, out + (size_t)c, requantize(acc, m[c], lo, hi, (int32_t)k->yz));
+    }
+}
+
+#ifdef DW_X86
+__attribute__((target("avx2"))) static inline __m256i load8_x(const void *x, int is_signed,
+                                                              int64_t i) {
+    __m128i b = _mm_loadl_epi64((const __m128i *)((const uint8_t *)x + i));
+    return is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+}
+
+__attribute__((target("avx2"))) static inline void store8_y(void *y, int64_t i, __m256i v,
+                                                            int is_signed) {
+    __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+    __m128i h16 = _mm_packs_epi32(lo, hi); /* values are in range: no saturation happens */
+    __m128i b = is_signed ? _mm_packs_epi16(h16, h16) : _mm_packus_epi16(h16, h16);
+    _mm_storel_epi64((__m128i *)((uint8_t *)y + i), b);
+}
+
+__attribute__((target("avx2"))) static inline __m256i requantize8(__m256i acc, const float *m,
+                                                                  __m256 lo, __m256 hi,
+                                                                  __m256i yz) {
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(m));
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    /* cvtps rounds by MXCSR: nearest-even by default, as nearbyintf */
+    return _mm256_add_epi32(_mm256_cvtps_epi32(v), yz);
+}
+
+/* channels [c, C - C % 8) of one output pixel whose taps are listed (a border pixel), 16 then
+ * 8 at a time, in int32 products; returns where it stopped */
+__attribute__((target("avx2"))) static int64_t pixel_avx2(const Kernel *k, const Shape *s,
+                                                          const void *x, const int32_t *w,
+                                                          const int32_t *bias, const float *m,
+                                                          void *y, const int64_t *taps,
+                                                          const int64_t *tap_w, int ntaps,
+                                                          size_t out, int64_t c, float lo_f,
+                                                          float hi_f) {
+    const __m256i xz = _mm256_set1_epi32((int32_t)k->xz), yz = _mm256_set1_epi32((int32_t)k->yz);
+    const __m256 lo = _mm256_set1_ps(lo_f), hi = _mm256_set1_ps(hi_f);
+    const int xs = k->x_signed;
+    for (; c + 16 <= s->c; c += 16) {
+        __m256i a0 = _mm256_loadu_si256((const __m256i *)(bias + c));
+        __m256i a1 = _mm256_loadu_si256((const __m256i *)(bias + c + 8));
+        for (int t = 0; t < ntaps; t++) {
+            const int64_t xi = taps[t] + c;
+            const int32_t *wp = w + tap_w[t] + c;
+            __m256i x0 = _mm256_sub_epi32(load8_x(x, xs, xi), xz);
+            __m256i x1 = _mm256_sub_epi32(load8_x(x, xs, xi + 8), xz);
+            a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(x0, _mm256_loadu_si256((const __m256i *)wp)));
+            a1 = _mm256_add_epi32(
+                a1, _mm256_mullo_epi32(x1, _mm256_loadu_si256((const __m256i *)(wp + 8))));
+        }
+        store8_y(y, (int64_t)out + c, requantize8(a0, m + c, lo, hi, yz), k->y_signed);
+        store8_y(y, (int64_t)out + c + 8, requantize8(a1, m + c + 8, lo, hi, yz), k->y_signed);
+    }
+    for (; c + 8 <= s->c; c += 8) {
+        __m256i a0 = _mm256_loadu_si256((const __m256i *)(bias + c));
+        for (int t = 0; t < ntaps; t++) {
+            __m256i x0 = _mm256_sub_epi32(load8_x(x, xs, taps[t] + c), xz);
+            a0 = _mm256_add_epi32(
+                a0, _mm256_mullo_epi32(x0, _mm256_loadu_si256((const __m256i *)(w + tap_w[t] + c))));
+        }
+        store8_y(y, (int64_t)out + c, requantize8(a0, m + c, lo, hi, yz), k->y_signed);
+    }
+    return c;
+}
+
+/* The interior pixels (every tap inside the input), 16 channels at a time: the products of
+ * two taps summed by one madd of int16 pairs (|x|, |w - wz| <= 255: each pair sum fits int32),
+ * x taken as it is and xz * sum(w - wz) taken off the bias once (bias_adj), which is the same
+ * integer. `packed`: per tap pair and 16-channel block, the two taps' weights interleaved as
+ * unpacklo/unpackhi interleave the two taps' x (an odd last tap pairs with a zero weight). */
+__attribute__((target("avx2"))) static void interior_avx2(
+    const Kernel *k, const void *x, const int64_t *rel, int npairs, const int16_t *packed,
+    int64_t blocks, const int32_t *bias_adj, const float *m, void *y, float lo_f, float hi_f) {
+    const __m256i yz = _mm256_set1_epi32((int32_t)k->yz);
+    const __m256 lo = _mm256_set1_ps(lo_f), hi = _mm256_set1_ps(hi_f);
+    const uint8_t *xb = (const uint8_t *)x;
+    for (int64_t b = 0; b < blocks; b++) {
+        const int64_t c = b * 16;
+        __m256i a_lo = _mm256_setzero_si256(), a_hi = _mm256_setzero_si256();
+        const int16_t *wp = packed + b * 32;
+        for (int p = 0; p < npairs; p++, wp += blocks * 32) {
+            __m128i r0 = _mm_loadu_si128((const __m128i *)(xb + rel[2 * p] + c));
+            __m128i r1 = _mm_loadu_si128((const __m128i *)(xb + rel[2 * p + 1] + c));
+            __m256i x0 = k->x_signed ? _mm256_cvtepi8_epi16(r0) : _mm256_cvtepu8_epi16(r0);
+            __m256i x1 = k->x_signed ? _mm256_cvtepi8_epi16(r1) : _mm256_cvtepu8_epi16(r1);
+            a_lo = _mm256_add_epi32(a_lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(x0, x1),
+                                                            _mm256_loadu_si256((const __m256i *)wp)));
+            a_hi = _mm256_add_epi32(a_hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(x0, x1),
+                                                            _mm256_loadu_si256((const __m256i *)(wp + 16))));
+        }
+        /* unpack works within 128-bit lanes: a_lo holds channels 0-3, 8-11, a_hi 4-7, 12-15 */
+        __m256i n0 = _mm256_permute2x128_si256(a_lo, a_hi, 0x20);
+        __m256i n1 = _mm256_permute2x128_si256(a_lo, a_hi, 0x31);
+        n0 = _mm256_add_epi32(n0, _mm256_loadu_si256((const __m256i *)(bias_adj + c)));
+        n1 = _mm256_add_epi32(n1, _mm256_loadu_si256((const __m256i *)(bias_adj + c + 8)));
+        store8_y(y, c, requantize8(n0, m + c, lo, hi, yz), k->y_signed);
+        store8_y(y, c + 8, requantize8(n1, m + c + 8, lo, hi, yz), k->y_signed);
+    }
+}
+
+/* the interior path's weights and bias for this call (the weights are an input, so they are
+ * packed per call: KH*KW*C values against OH*OW*KH*KW*C products) */
+static void pack_interior(const Shape *s, const int32_t *w, const int32_t *bias, int64_t xz,
+                          int npairs, int16_t *packed, int32_t *bias_adj) {
+    const int64_t taps = s->kh * s->kw, blocks = s->c / 16;
+    for (int64_t c = 0; c < s->c; c++) {
+        int32_t sum = 0;
+        for (int64_t t = 0; t < taps; t++)
+            sum += w[t * s->c + c];
+        bias_adj[c] = bias[c] - (int32_t)xz * sum;
+    }
+    for (int p = 0; p < npairs; p++) {
+        for (int64_t b = 0; b < blocks; b++) {
+            int16_t *out = packed + ((int64_t)p * blocks + b) * 32;
+            for (int q = 0; q < 16; q++) {
+                /* q-th channel of the block in unpack order: lanes of 4, low halves first */
+                const int64_t ch = b * 16 + (q < 8 ? (q / 4) * 8 + q % 4 : ((q - 8) / 4) * 8 + 4 + q % 4);
+                const int vec = q < 8 ? 0 : 16, slot = (q % 8) * 2;
+                const int64_t t0 = 2 * p, t1 = 2 * p + 1;
+                out[vec + slot] = (int16_t)w[t0 * s->c + ch];
+                out[vec + slot + 1] = (int16_t)(t1 < taps ? w[t1 * s->c + ch] : 0);
+            }
+        }
+    }
+}
+
+static int have_avx2(void) {
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return known;
+}
+#endif
+
+/* the whole convolution; `vector`: 0 forces the scalar path (the tests compare both).
+ * `scratch`: 2 * KH*KW + 2 int64 tap offsets, then (vector path) the packed weights and the
+ * adjusted bias. */
+static void depthwise(const Kernel *k, const Shape *s, const void *x, const int32_t *w,
+                      const int32_t *bias, const float *m, void *y, int64_t *taps, int vector,
+                      int16_t *packed, int32_t *bias_adj) {
+    const float lo = (float)((k->y_signed ? -128 : 0) - k->yz);
+    const float hi = (float)((k->y_signed ? 127 : 255) - k->yz);
+    const int64_t ntap_all = s->kh * s->kw;
+    int64_t *tap_w = taps + ntap_all;
+    int64_t *rel = tap_w + ntap_all; /* interior offsets, + 1 for an odd count's zero pair */
+    const int npairs = (int)((ntap_all + 1) / 2);
+    int fast = 0;
+#ifdef DW_X86
+    fast = vector && have_avx2() && s->c >= 16;
+    if (fast) {
+        pack_interior(s, w, bias, k->xz, npairs, packed, bias_adj);
+        for (int64_t i = 0; i < s->kh; i++)
+            for (int64_t j = 0; j < s->kw; j++)
+                rel[i * s->kw + j] = (i * k->dh * s->w + j * k->dw) * s->c;
+        rel[ntap_all] = 0;
+    }
+#else
+    (void)packed;
+    (void)bias_adj;
+    (void)npairs;
+#endif
+    const int64_t blocks = s->c / 16;
+    for (int64_t n = 0; n < s->n; n++) {
+        for (int64_t oh = 0; oh < s->oh; oh++) {
+            const int64_t ih0 = oh * k->sh - k->pt;
+            const int rows_in = ih0 >= 0 && ih0 + (s->kh - 1) * k->dh < s->h;
+            for (int64_t ow = 0; ow < s->ow; ow++) {
+                const int64_t iw0 = ow * k->sw - k->pl;
+                const size_t out = (size_t)(((n * s->oh + oh) * s->ow + ow) * s->c);
+                int64_t c0 = 0;
+#ifdef DW_X86
+                if (fast && rows_in && iw0 >= 0 && iw0 + (s->kw - 1) * k->dw < s->w) {
+                    const int64_t base = ((n * s->h + ih0) * s->w + iw0) * s->c;
+                    interior_avx2(k, (const uint8_t *)x + base, rel, npairs, packed, blocks,
+                                  bias_adj, m, (uint8_t *)y + out, lo, hi);
+                    c0 = blocks * 16;
+                }
+#endif
+                int ntaps = 0;
+                for (int64_t i = 0; i < s->kh; i++) {
+                    const int64_t ih = ih0 + i * k->dh;
+                    if (ih < 0 || ih >= s->h)
+                        continue;
+                    for (int64_t j = 0; j < s->kw; j++) {
+                        const int64_t iw = iw0 + j * k->dw;
+                        if (iw < 0 || iw >= s->w)
+                            continue;
+                        taps[ntaps] = ((n * s->h + ih) * s->w + iw) * s->c;
+                        tap_w[ntaps] = (i * s->kw + j) * s->c;
+                        ntaps++;
+                    }
+                }
+#ifdef DW_X86
+                if (vector && have_avx2())
+                    c0 = pixel_avx2(k, s, x, w, bias, m, y, taps, tap_w, ntaps, out, c0, lo, hi);
+#endif
+                pixel_scalar(k, s, x, w, bias, m, y, taps, tap_w, ntaps, out, c0, lo, hi);
+            }
+        }
+    }
+}
+
+/* ---- onnxruntime's side -------------------------------------------------------------------- */
+
+static int scalar_only = 0; /* set by rknnrt_dw_force_scalar: the tests' scalar path */
+
+EXPORT void rknnrt_dw_force_scalar(int on) { scalar_only = on; }
+
+static OrtStatus *dims_of(const OrtApi *api, const OrtValue *v, int64_t *dims, size_t most,
+                          size_t *count) {
+    OrtTensorTypeAndShapeInfo *info = NULL;
+    OrtStatus *st = FN(api, GetTensorTypeAndShape)(v, &info);
+    if (st)
+        return st;
+    st = FN(api, GetDimensionsCount)(info, count);
+    if (!st && *count > most)
+        st = FN(api, CreateStatus)(ORT_INVALID_ARGUMENT, "rknnrt depthwise: unexpected rank");
+    if (!st)
+        st = FN(api, GetDimensions)(info, dims, *count);
+    FN(api, ReleaseTensorTypeAndShapeInfo)(info);
+    return st;
+}
+
+static void compute(void *kernel, OrtKernelContext *ctx) {
+    /* onnxruntime's legacy custom-op compute returns nothing: a failure can only be a missing
+     * output, which onnxruntime reports itself. The rewrite makes every input consistent. */
+    const Kernel *k = (const Kernel *)kernel;
+    const OrtApi *api = k->api;
+    const OrtValue *in[4];
+    for (size_t i = 0; i < 4; i++)
+        if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
+            return;
+    int64_t xd[4], wd[3];
+    size_t xr = 0, wr = 0;
+    OrtStatus *st = dims_of(api, in[0], xd, 4, &xr);
+    if (!st)
+        st = dims_of(api, in[1], wd, 3, &wr);
+    if (st || xr != 4 || wr != 3 || wd[2] != xd[3]) {
+        if (st)
+            FN(api, ReleaseStatus)(st);
+        return;
+    }
+    Shape s = {xd[0], xd[1], xd[2], xd[3], wd[0], wd[1], 0, 0};
+    s.oh = (s.h + k->pt + k->pb - (k->dh * (s.kh - 1) + 1)) / k->sh + 1;
+    s.ow = (s.w + k->pl + k->pr - (k->dw * (s.kw - 1) + 1)) / k->sw + 1;
+    if (s.oh < 0)
+        s.oh = 0;
+    if (s.ow < 0)
+        s.ow = 0;
+    int64_t yd[4] = {s.n, s.oh, s.ow, s.c};
+    OrtValue *out = NULL;
+    if (FN(api, KernelContext_GetOutput)(ctx, 0, yd, 4, &out) != NULL || out == NULL)
+        return;
+    void *p[5];
+    for (int i = 0; i < 4; i++)
+        if (FN(api, GetTensorMutableData)((OrtValue *)in[i], &p[i]) != NULL)
+            return;
+    if (FN(api, GetTensorMutableData)(out, &p[4]) != NULL)
+        return;
+    const size_t ntaps = (size_t)(s.kh * s.kw), npairs = (ntaps + 1) / 2;
+    const size_t words = 3 * ntaps + 2; /* taps, their weights' offsets, interior offsets */
+    const size_t bytes = words * sizeof(int64_t) + npairs * (size_t)(s.c / 16) * 32 * sizeof(int16_t) +
+                         (size_t)s.c * sizeof(int32_t);
+    int64_t *scratch = (int64_t *)malloc(bytes);
+    if (scratch == NULL)
+        return;
+    int16_t *packed = (int16_t *)(scratch + words);
+    int32_t *bias_adj = (int32_t *)(packed + npairs * (size_t)(s.c / 16) * 32);
+    depthwise(k, &s, p[0], (const int32_t *)p[1], (const int32_t *)p[2], (const float *)p[3],
+              p[4], scratch, !scalar_only, packed, bias_adj);
+    free(scratch);
+}
+
+static int64_t attr(const OrtApi *api, const OrtKernelInfo *info, const char *name,
+                    int64_t fallback) {
+    int64_t v = fallback;
+    OrtStatus *st = FN(api, KernelInfoGetAttribute_int64)(info, name, &v);
+    if (st) {
+        FN(api, ReleaseStatus)(st);
+        return fallback;
+    }
+    return v;
+}
+
+static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKernelInfo *info) {
+    const DwOp *d = (const DwOp *)op;
+    Kernel *k = (Kernel *)calloc(1, sizeof(Kernel));
+    if (k == NULL)
+        return NULL;
+    k->api = api;
+    k->x_signed = d->x_type == T_INT8;
+    k->y_signed = d->y_type == T_INT8;
+    k->xz = attr(api, info, "x_zero_point", 0);
+    k->yz = attr(api, info, "y_zero_point", 0);
+    k->sh = attr(api, info, "stride_h", 1);
+    k->sw = attr(api, info, "stride_w", 1);
+    k->pt = attr(api, info, "pad_top", 0);
+    k->pl = attr(api, info, "pad_left", 0);
+    k->pb = attr(api, info, "pad_bottom", 0);
+    k->pr = attr(api, info, "pad_right", 0);
+    k->dh = attr(api, info, "dilation_h", 1);
+    k->dw = attr(api, info, "dilation_w", 1);
+    if (k->sh < 1)
+        k->sh = 1;
+    if (k->sw < 1)
+        k->sw = 1;
+    if (k->dh < 1)
+        k->dh = 1;
+    if (k->dw < 1)
+        k->dw = 1;
+    return k;
+}
+
+static void destroy_kernel(void *kernel) { free(kernel); }
+static const char *op_name(const CustomOp *op) { return ((const DwOp *)op)->name; }
+static const char *op_provider(const CustomOp *op) { (void)op; return NULL; }
+static size_t op_inputs(const CustomOp *op) { (void)op; return 4; }
+static size_t op_outputs(const CustomOp *op) { (void)op; return 1; }
+
+static int op_input_type(const CustomOp *op, size_t i) {
+    static const int rest[4] = {0, T_INT32, T_INT32, T_FLOAT};
+    return i == 0 ? ((const DwOp *)op)->x_type : rest[i < 4 ? i : 0];
+}
+
+static int op_required(const CustomOp *op, size_t i) {
+    (void)op;
+    (void)i;
+    return 0; /* INPUT_OUTPUT_REQUIRED */
+}
+
+static int op_output_type(const CustomOp *op, size_t i) {
+    (void)i;
+    return ((const DwOp *)op)->y_type;
+}
+
+#define DW_OP(NAME, XT, YT)                                                                    \
+    {{8, create_kernel, op_name, op_provider, op_input_type, op_inputs, op_output_type,       \
+      op_outputs, compute, destroy_kernel, op_required, op_required, {0}},                     \
+     NAME, XT, YT}
+
+static DwOp ops[4] = {
+    DW_OP("DepthwiseConvInt8_u8u8", T_UINT8, T_UINT8),
+    DW_OP("DepthwiseConvInt8_u8s8", T_UINT8, T_INT8),
+    DW_OP("DepthwiseConvInt8_s8u8", T_INT8, T_UINT8),
+    DW_OP("DepthwiseConvInt8_s8s8", T_INT8, T_INT8),
+};
+
+EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase *base) {
+    const OrtApi *api = base->GetApi(API_VERSION_USED);
+    if (api == NULL)
+        return NULL; /* cannot happen on onnxruntime >= 1.13; nothing to report through */
+    /* one domain per session options: onnxruntime keeps the pointer for their lifetime */
+    OrtCustomOpDomain *domain = NULL;
+    OrtStatus *st = FN(api, CreateCustomOpDomain)("rknnrt.kernels", &domain);
+    for (int i = 0; !st && i < 4; i++)
+        st = FN(api, CustomOpDomain_Add)(domain, &ops[i].base);
+    if (!st)
+        st = FN(api, AddCustomOpDomain)(options, domain);
+    return st;
+}
