@@ -28,7 +28,7 @@ def library():
     path = kernels.library(switches.cache_root())
     handle = ctypes.CDLL(str(path))  # the same loaded object onnxruntime registers
     yield path, handle
-    handle.rknnrt_dw_force_scalar(0)
+    handle.rknnrt_dw_max_level(2)
 
 
 def _reference(x, w, bias, m, xz, yz, attrs, y_range):
@@ -79,6 +79,9 @@ CASES = [
     ("s8", "u8", 20, 8, 7, (3, 5), (2, 1), (1, 0, 1, 2), (1, 2)),  # C % 16 = 4: the tails
     ("u8", "u8", 7, 6, 6, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),  # C < 8: scalar only
     ("s8", "s8", 144, 5, 5, (7, 7), (1, 1), (3, 3, 3, 3), (1, 1)),  # a kernel bigger than the map
+    ("u8", "u8", 33, 7, 3, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),  # rows of 3: under 4 pixels
+    ("u8", "s8", 50, 9, 10, (3, 3), (1, 1), (0, 0, 0, 0), (1, 1)),  # no padding: no frame
+    ("s8", "u8", 64, 6, 9, (1, 1), (2, 1), (0, 0, 0, 0), (1, 1)),  # one tap
 ]
 
 
@@ -108,16 +111,17 @@ def _case_arrays(case, seed: int):
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}{c[1]}-c{c[2]}-k{c[5][0]}{c[5][1]}")
-@pytest.mark.parametrize("scalar", [False, True], ids=["vector", "scalar"])
-def test_op_matches_int64_reference(library, case, scalar) -> None:
+@pytest.mark.parametrize("level", [2, 1, 0], ids=["avx512", "avx2", "scalar"])
+def test_op_matches_int64_reference(library, case, level) -> None:
+    """Each path the CPU has (a path it lacks falls back to the next narrower one)."""
     x, w, bias, m, xz, yz, attrs = _case_arrays(case, seed=len(case[0]) + case[2])
     xt, yt = case[0], case[1]
-    library[1].rknnrt_dw_force_scalar(int(scalar))
+    library[1].rknnrt_dw_max_level(level)
     try:
         got = _op_session(library, xt, yt, x.shape, w, bias, m, xz, yz, attrs).run(
             None, {"x": x})[0]  # fmt: skip
     finally:
-        library[1].rknnrt_dw_force_scalar(0)
+        library[1].rknnrt_dw_max_level(2)
     want, acc = _reference(x, w, bias, m, xz, yz, attrs, RANGES[yt][:2])
     assert got.dtype == RANGES[yt][2] and got.shape == want.shape
     assert np.array_equal(got.astype(np.int64), want.astype(np.int64))

@@ -6,8 +6,9 @@ The library holds int8 depthwise convolutions with per-channel weight zero point
 once per source, onnxruntime version and machine architecture, in `<cache>/kernels/<key>/`
 (the caller passes the cache folder: the runtime's is switches.cache_root(), never inside the
 source tree), written to a temporary file and renamed into place, so concurrent builders each
-install a whole file. Generic flags only (-O2, the AVX2 path chosen at run time by
-cpuid), so one cached file suits every CPU of the architecture.
+install a whole file. Generic flags only (-O2; the AVX-512 and AVX2 paths are compiled per
+function and chosen at run time by cpuid), so one cached file suits every CPU of the
+architecture.
 
 `library(cache)` builds or finds it (KernelsUnavailable says why not: no compiler, a failed
 compile, an unwritable cache); `loaded()` is the library this process built or found, which

@@ -13,6 +13,11 @@
  * y = saturate(nearbyintf(float(acc) * m[c]) + yz), the float32 product rounded half to even
  * (the default rounding mode) and clamped to the output type, as QLinearConv computes it.
  *
+ * Three paths, chosen at run time from cpuid (a cached build suits every x86-64 CPU): AVX-512
+ * (BW, VL, VNNI), AVX2, scalar; all integer sums, all the same float32 product and rounding,
+ * so they agree bit for bit (the tests run each). The vector paths take interior pixels two
+ * taps at a time as int16 pairs (madd), with xz * sum(w) folded into the bias.
+ *
  * onnxruntime's wheel ships no headers: the few declarations below are this library's own,
  * from the facts of onnxruntime_c_api.h. OrtApi is an append-only table of function pointers,
  * so an entry's position is the same in every version at or after the one that added it; the
@@ -230,10 +235,13 @@ __attribute__((target("avx2"))) static int64_t pixel_avx2(const Kernel *k, const
  * unpacklo/unpackhi interleave the two taps' x (an odd last tap pairs with a zero weight). */
 __attribute__((target("avx2"))) static void interior_avx2(
     const Kernel *k, const void *x, const int64_t *rel, int npairs, const int16_t *packed,
-    int64_t blocks, const int32_t *bias_adj, const float *m, void *y, float lo_f, float hi_f) {
+    int64_t blocks, const int32_t *bias_adj, const float *m, void *y_row, float lo_f, float hi_f,
+    int64_t count, int64_t x_step, int64_t y_step) {
     const __m256i yz = _mm256_set1_epi32((int32_t)k->yz);
     const __m256 lo = _mm256_set1_ps(lo_f), hi = _mm256_set1_ps(hi_f);
-    const uint8_t *xb = (const uint8_t *)x;
+    for (int64_t px = 0; px < count; px++) {
+    const uint8_t *xb = (const uint8_t *)x + px * x_step;
+    uint8_t *y = (uint8_t *)y_row + px * y_step;
     for (int64_t b = 0; b < blocks; b++) {
         const int64_t c = b * 16;
         __m256i a_lo = _mm256_setzero_si256(), a_hi = _mm256_setzero_si256();
@@ -256,32 +264,150 @@ __attribute__((target("avx2"))) static void interior_avx2(
         store8_y(y, c, requantize8(n0, m + c, lo, hi, yz), k->y_signed);
         store8_y(y, c + 8, requantize8(n1, m + c + 8, lo, hi, yz), k->y_signed);
     }
+    }
 }
 
 /* the interior path's weights and bias for this call (the weights are an input, so they are
  * packed per call: KH*KW*C values against OH*OW*KH*KW*C products) */
 static void pack_interior(const Shape *s, const int32_t *w, const int32_t *bias, int64_t xz,
-                          int npairs, int16_t *packed, int32_t *bias_adj) {
-    const int64_t taps = s->kh * s->kw, blocks = s->c / 16;
-    for (int64_t c = 0; c < s->c; c++) {
+                          int npairs, int width, int16_t *packed, int32_t *bias_adj) {
+    /* width 16 (AVX2: the blocks of whole 16 channels) or 32 (AVX-512: every channel, the
+     * last block padded with zero weights and bias) */
+    const int64_t taps = s->kh * s->kw;
+    const int64_t blocks = width == 32 ? (s->c + 31) / 32 : s->c / 16;
+    for (int64_t c = 0; c < blocks * width; c++) {
         int32_t sum = 0;
-        for (int64_t t = 0; t < taps; t++)
+        for (int64_t t = 0; c < s->c && t < taps; t++)
             sum += w[t * s->c + c];
-        bias_adj[c] = bias[c] - (int32_t)xz * sum;
+        bias_adj[c] = c < s->c ? bias[c] - (int32_t)xz * sum : 0;
     }
     for (int p = 0; p < npairs; p++) {
         for (int64_t b = 0; b < blocks; b++) {
-            int16_t *out = packed + ((int64_t)p * blocks + b) * 32;
-            for (int q = 0; q < 16; q++) {
-                /* q-th channel of the block in unpack order: lanes of 4, low halves first */
-                const int64_t ch = b * 16 + (q < 8 ? (q / 4) * 8 + q % 4 : ((q - 8) / 4) * 8 + 4 + q % 4);
-                const int vec = q < 8 ? 0 : 16, slot = (q % 8) * 2;
+            int16_t *out = packed + ((int64_t)p * blocks + b) * 2 * width;
+            for (int q = 0; q < width; q++) {
+                /* slot q of the low (then high) vector: 128-bit lane q / 4, fourth q % 4 of
+                 * the lane's channels as unpacklo (unpackhi) interleaves two taps */
+                const int half = q * 2 < width ? 0 : 1, r = half ? q - width / 2 : q;
+                const int64_t ch = b * width + (r / 4) * 8 + half * 4 + r % 4;
+                const int slot = half * width + r * 2;
                 const int64_t t0 = 2 * p, t1 = 2 * p + 1;
-                out[vec + slot] = (int16_t)w[t0 * s->c + ch];
-                out[vec + slot + 1] = (int16_t)(t1 < taps ? w[t1 * s->c + ch] : 0);
+                const int inside = ch < s->c;
+                out[slot] = (int16_t)(inside ? w[t0 * s->c + ch] : 0);
+                out[slot + 1] = (int16_t)(inside && t1 < taps ? w[t1 * s->c + ch] : 0);
             }
         }
     }
+}
+
+/* AVX-512 (BW, VL, VNNI) interior: 32 channels a block, vpdpwssd doing the madd and the add,
+ * masked loads and stores for the last block (no channel is left to the border path); four
+ * pixels at a time share each weight load and keep eight sums in flight (one pixel's chain
+ * alone waits on vpdpwssd's latency). */
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+AVX512 static inline void finish512(const Kernel *k, __m512i a_lo, __m512i a_hi,
+                                     const int32_t *bias_adj, const float *m, uint8_t *y,
+                                     int64_t c, __mmask32 mask, __m512 lo, __m512 hi) {
+    /* 64-bit pieces in channel order: low/high unpack halves of each 128-bit lane */
+    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+    const __m512i second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+    const __m512i yz = _mm512_set1_epi32((int32_t)k->yz);
+    const __mmask16 m0 = (__mmask16)mask, m1 = (__mmask16)(mask >> 16);
+    __m512i n0 = _mm512_permutex2var_epi64(a_lo, first, a_hi);
+    __m512i n1 = _mm512_permutex2var_epi64(a_lo, second, a_hi);
+    n0 = _mm512_add_epi32(n0, _mm512_loadu_si512((const void *)(bias_adj + c)));
+    n1 = _mm512_add_epi32(n1, _mm512_loadu_si512((const void *)(bias_adj + c + 16)));
+    __m512 v0 = _mm512_mul_ps(_mm512_cvtepi32_ps(n0), _mm512_maskz_loadu_ps(m0, m + c));
+    __m512 v1 = _mm512_mul_ps(_mm512_cvtepi32_ps(n1), _mm512_maskz_loadu_ps(m1, m + c + 16));
+    v0 = _mm512_min_ps(_mm512_max_ps(v0, lo), hi);
+    v1 = _mm512_min_ps(_mm512_max_ps(v1, lo), hi);
+    /* cvtps rounds by MXCSR (nearest-even by default); values are in range, so the
+     * saturating narrowing stores change nothing */
+    __m512i q0 = _mm512_add_epi32(_mm512_cvtps_epi32(v0), yz);
+    __m512i q1 = _mm512_add_epi32(_mm512_cvtps_epi32(v1), yz);
+    if (k->y_signed) {
+        _mm512_mask_cvtsepi32_storeu_epi8(y + c, m0, q0);
+        _mm512_mask_cvtsepi32_storeu_epi8(y + c + 16, m1, q1);
+    } else {
+        _mm512_mask_cvtusepi32_storeu_epi8(y + c, m0, q0);
+        _mm512_mask_cvtusepi32_storeu_epi8(y + c + 16, m1, q1);
+    }
+}
+
+/* one pixel's two taps of a pair into its two sums */
+#define STEP512(XB, A_LO, A_HI)                                                                \
+    do {                                                                                       \
+        __m256i r0_ = _mm256_maskz_loadu_epi8(mask, (XB) + o0);                               \
+        __m256i r1_ = _mm256_maskz_loadu_epi8(mask, (XB) + o1);                               \
+        __m512i x0_ = xs ? _mm512_cvtepi8_epi16(r0_) : _mm512_cvtepu8_epi16(r0_);             \
+        __m512i x1_ = xs ? _mm512_cvtepi8_epi16(r1_) : _mm512_cvtepu8_epi16(r1_);             \
+        A_LO = _mm512_dpwssd_epi32(A_LO, _mm512_unpacklo_epi16(x0_, x1_), w_lo);              \
+        A_HI = _mm512_dpwssd_epi32(A_HI, _mm512_unpackhi_epi16(x0_, x1_), w_hi);              \
+    } while (0)
+
+AVX512 static void interior_avx512(const Kernel *k, const void *x, const int64_t *rel,
+                                   int npairs, const int16_t *packed, int64_t channels,
+                                   const int32_t *bias_adj, const float *m, void *y_row,
+                                   float lo_f, float hi_f, int64_t count, int64_t x_step,
+                                   int64_t y_step) {
+    const int64_t blocks = (channels + 31) / 32;
+    const __m512 lo = _mm512_set1_ps(lo_f), hi = _mm512_set1_ps(hi_f);
+    const int xs = k->x_signed;
+    int64_t px = 0;
+    for (; px < count && count >= 4; px += 4) {
+        if (px + 4 > count)
+            px = count - 4; /* the last group overlaps the one before: same values again */
+        const uint8_t *x0 = (const uint8_t *)x + px * x_step, *x1 = x0 + x_step,
+                      *x2 = x1 + x_step, *x3 = x2 + x_step;
+        uint8_t *y = (uint8_t *)y_row + px * y_step;
+        for (int64_t b = 0; b < blocks; b++) {
+            const int64_t c = b * 32, left = channels - c;
+            const __mmask32 mask = left >= 32 ? 0xFFFFFFFFu : (((__mmask32)1 << left) - 1);
+            __m512i l0 = _mm512_setzero_si512(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0,
+                    l3 = l0, h3 = l0;
+            const int16_t *wp = packed + b * 64;
+            for (int p = 0; p < npairs; p++, wp += blocks * 64) {
+                const __m512i w_lo = _mm512_loadu_si512((const void *)wp);
+                const __m512i w_hi = _mm512_loadu_si512((const void *)(wp + 32));
+                const int64_t o0 = rel[2 * p] + c, o1 = rel[2 * p + 1] + c;
+                STEP512(x0, l0, h0);
+                STEP512(x1, l1, h1);
+                STEP512(x2, l2, h2);
+                STEP512(x3, l3, h3);
+            }
+            finish512(k, l0, h0, bias_adj, m, y, c, mask, lo, hi);
+            finish512(k, l1, h1, bias_adj, m, y + y_step, c, mask, lo, hi);
+            finish512(k, l2, h2, bias_adj, m, y + 2 * y_step, c, mask, lo, hi);
+            finish512(k, l3, h3, bias_adj, m, y + 3 * y_step, c, mask, lo, hi);
+        }
+    }
+    for (; px < count; px++) {
+        const uint8_t *x0 = (const uint8_t *)x + px * x_step;
+        uint8_t *y = (uint8_t *)y_row + px * y_step;
+        for (int64_t b = 0; b < blocks; b++) {
+            const int64_t c = b * 32, left = channels - c;
+            const __mmask32 mask = left >= 32 ? 0xFFFFFFFFu : (((__mmask32)1 << left) - 1);
+            __m512i l0 = _mm512_setzero_si512(), h0 = l0;
+            const int16_t *wp = packed + b * 64;
+            for (int p = 0; p < npairs; p++, wp += blocks * 64) {
+                const __m512i w_lo = _mm512_loadu_si512((const void *)wp);
+                const __m512i w_hi = _mm512_loadu_si512((const void *)(wp + 32));
+                const int64_t o0 = rel[2 * p] + c, o1 = rel[2 * p + 1] + c;
+                STEP512(x0, l0, h0);
+            }
+            finish512(k, l0, h0, bias_adj, m, y, c, mask, lo, hi);
+        }
+    }
+}
+
+static int have_avx512(void) {
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    }
+    return known;
 }
 
 static int have_avx2(void) {
@@ -294,11 +420,12 @@ static int have_avx2(void) {
 }
 #endif
 
-/* the whole convolution; `vector`: 0 forces the scalar path (the tests compare both).
+/* the whole convolution; `level`: the widest path allowed (0 scalar, 1 AVX2, 2 AVX-512; the
+ * tests compare them).
  * `scratch`: 2 * KH*KW + 2 int64 tap offsets, then (vector path) the packed weights and the
  * adjusted bias. */
 static void depthwise(const Kernel *k, const Shape *s, const void *x, const int32_t *w,
-                      const int32_t *bias, const float *m, void *y, int64_t *taps, int vector,
+                      const int32_t *bias, const float *m, void *y, int64_t *taps, int level,
                       int16_t *packed, int32_t *bias_adj) {
     const float lo = (float)((k->y_signed ? -128 : 0) - k->yz);
     const float hi = (float)((k->y_signed ? 127 : 255) - k->yz);
@@ -306,11 +433,14 @@ static void depthwise(const Kernel *k, const Shape *s, const void *x, const int3
     int64_t *tap_w = taps + ntap_all;
     int64_t *rel = tap_w + ntap_all; /* interior offsets, + 1 for an odd count's zero pair */
     const int npairs = (int)((ntap_all + 1) / 2);
-    int fast = 0;
+    int fast = 0; /* 1: AVX2 interior (16-channel blocks), 2: AVX-512 (every channel) */
 #ifdef DW_X86
-    fast = vector && have_avx2() && s->c >= 16;
+    if (level >= 2 && have_avx512())
+        fast = 2;
+    else if (level >= 1 && have_avx2() && s->c >= 16)
+        fast = 1;
     if (fast) {
-        pack_interior(s, w, bias, k->xz, npairs, packed, bias_adj);
+        pack_interior(s, w, bias, k->xz, npairs, fast == 2 ? 32 : 16, packed, bias_adj);
         for (int64_t i = 0; i < s->kh; i++)
             for (int64_t j = 0; j < s->kw; j++)
                 rel[i * s->kw + j] = (i * k->dh * s->w + j * k->dw) * s->c;
@@ -322,22 +452,41 @@ static void depthwise(const Kernel *k, const Shape *s, const void *x, const int3
     (void)npairs;
 #endif
     const int64_t blocks = s->c / 16;
+    const int64_t interior_end = fast == 2 ? s->c : blocks * 16; /* channels done inside */
+    /* the columns whose every tap is inside the input: [ow_lo, ow_hi) */
+    int64_t ow_lo = (k->pl + k->sw - 1) / k->sw;
+    int64_t ow_hi = s->w - (s->kw - 1) * k->dw + k->pl; /* iw0 + reach < W */
+    ow_hi = ow_hi <= 0 ? 0 : (ow_hi - 1) / k->sw + 1;
+    if (ow_hi > s->ow)
+        ow_hi = s->ow;
+    if (ow_lo > ow_hi)
+        ow_lo = ow_hi;
     for (int64_t n = 0; n < s->n; n++) {
         for (int64_t oh = 0; oh < s->oh; oh++) {
             const int64_t ih0 = oh * k->sh - k->pt;
             const int rows_in = ih0 >= 0 && ih0 + (s->kh - 1) * k->dh < s->h;
+            const int row_fast = fast && rows_in && ow_lo < ow_hi;
+#ifdef DW_X86
+            if (row_fast) {
+                const int64_t iw0 = ow_lo * k->sw - k->pl;
+                const int64_t base = ((n * s->h + ih0) * s->w + iw0) * s->c;
+                const size_t out = (size_t)(((n * s->oh + oh) * s->ow + ow_lo) * s->c);
+                if (fast == 2)
+                    interior_avx512(k, (const uint8_t *)x + base, rel, npairs, packed, s->c,
+                                    bias_adj, m, (uint8_t *)y + out, lo, hi, ow_hi - ow_lo,
+                                    k->sw * s->c, s->c);
+                else
+                    interior_avx2(k, (const uint8_t *)x + base, rel, npairs, packed, blocks,
+                                  bias_adj, m, (uint8_t *)y + out, lo, hi, ow_hi - ow_lo,
+                                  k->sw * s->c, s->c);
+            }
+#endif
             for (int64_t ow = 0; ow < s->ow; ow++) {
                 const int64_t iw0 = ow * k->sw - k->pl;
                 const size_t out = (size_t)(((n * s->oh + oh) * s->ow + ow) * s->c);
-                int64_t c0 = 0;
-#ifdef DW_X86
-                if (fast && rows_in && iw0 >= 0 && iw0 + (s->kw - 1) * k->dw < s->w) {
-                    const int64_t base = ((n * s->h + ih0) * s->w + iw0) * s->c;
-                    interior_avx2(k, (const uint8_t *)x + base, rel, npairs, packed, blocks,
-                                  bias_adj, m, (uint8_t *)y + out, lo, hi);
-                    c0 = blocks * 16;
-                }
-#endif
+                const int64_t c0 = row_fast && ow >= ow_lo && ow < ow_hi ? interior_end : 0;
+                if (c0 == s->c)
+                    continue;
                 int ntaps = 0;
                 for (int64_t i = 0; i < s->kh; i++) {
                     const int64_t ih = ih0 + i * k->dh;
@@ -352,11 +501,12 @@ static void depthwise(const Kernel *k, const Shape *s, const void *x, const int3
                         ntaps++;
                     }
                 }
+                int64_t c = c0;
 #ifdef DW_X86
-                if (vector && have_avx2())
-                    c0 = pixel_avx2(k, s, x, w, bias, m, y, taps, tap_w, ntaps, out, c0, lo, hi);
+                if (level >= 1 && have_avx2())
+                    c = pixel_avx2(k, s, x, w, bias, m, y, taps, tap_w, ntaps, out, c, lo, hi);
 #endif
-                pixel_scalar(k, s, x, w, bias, m, y, taps, tap_w, ntaps, out, c0, lo, hi);
+                pixel_scalar(k, s, x, w, bias, m, y, taps, tap_w, ntaps, out, c, lo, hi);
             }
         }
     }
@@ -364,9 +514,9 @@ static void depthwise(const Kernel *k, const Shape *s, const void *x, const int3
 
 /* ---- onnxruntime's side -------------------------------------------------------------------- */
 
-static int scalar_only = 0; /* set by rknnrt_dw_force_scalar: the tests' scalar path */
+static int max_level = 2; /* set by rknnrt_dw_max_level: the tests' narrower paths */
 
-EXPORT void rknnrt_dw_force_scalar(int on) { scalar_only = on; }
+EXPORT void rknnrt_dw_max_level(int level) { max_level = level; }
 
 static OrtStatus *dims_of(const OrtApi *api, const OrtValue *v, int64_t *dims, size_t most,
                           size_t *count) {
@@ -421,15 +571,42 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
         return;
     const size_t ntaps = (size_t)(s.kh * s.kw), npairs = (ntaps + 1) / 2;
     const size_t words = 3 * ntaps + 2; /* taps, their weights' offsets, interior offsets */
-    const size_t bytes = words * sizeof(int64_t) + npairs * (size_t)(s.c / 16) * 32 * sizeof(int16_t) +
-                         (size_t)s.c * sizeof(int32_t);
+    const size_t padded = (size_t)((s.c + 31) / 32) * 32; /* channels of the widest path */
+    const size_t bytes = words * sizeof(int64_t) + npairs * padded * 2 * sizeof(int16_t) +
+                         padded * sizeof(int32_t);
     int64_t *scratch = (int64_t *)malloc(bytes);
     if (scratch == NULL)
         return;
     int16_t *packed = (int16_t *)(scratch + words);
-    int32_t *bias_adj = (int32_t *)(packed + npairs * (size_t)(s.c / 16) * 32);
-    depthwise(k, &s, p[0], (const int32_t *)p[1], (const int32_t *)p[2], (const float *)p[3],
-              p[4], scratch, !scalar_only, packed, bias_adj);
+    int32_t *bias_adj = (int32_t *)(packed + npairs * padded * 2);
+    /* On the AVX-512 path the input is first copied into a frame of padding holding xz, which
+     * contributes (xz - xz) * w = 0 as a padded tap does: every pixel is then an interior one
+     * (small maps are mostly border). The copy is H*W*C bytes against KH*KW times that work. */
+    const void *input = p[0];
+    Kernel framed = *k;
+    Shape fs = s;
+    uint8_t *frame = NULL;
+#ifdef DW_X86
+    if (max_level >= 2 && have_avx512() && (k->pt | k->pl | k->pb | k->pr) != 0) {
+        fs.h = s.h + k->pt + k->pb;
+        fs.w = s.w + k->pl + k->pr;
+        frame = (uint8_t *)malloc((size_t)(s.n * fs.h * fs.w * s.c));
+    }
+    if (frame != NULL) {
+        memset(frame, (int)(uint8_t)k->xz, (size_t)(s.n * fs.h * fs.w * s.c));
+        const size_t row = (size_t)(s.w * s.c);
+        for (int64_t n = 0; n < s.n; n++)
+            for (int64_t h = 0; h < s.h; h++)
+                memcpy(frame + (((n * fs.h + h + k->pt) * fs.w + k->pl) * s.c),
+                       (const uint8_t *)p[0] + (size_t)((n * s.h + h) * s.w * s.c), row);
+        framed.pt = framed.pl = framed.pb = framed.pr = 0;
+        input = frame;
+    }
+#endif
+    depthwise(frame ? &framed : k, frame ? &fs : &s, input, (const int32_t *)p[1],
+              (const int32_t *)p[2], (const float *)p[3], p[4], scratch, max_level, packed,
+              bias_adj);
+    free(frame);
     free(scratch);
 }
 
