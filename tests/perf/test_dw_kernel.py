@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from rknnrt.core import switches
-from rknnrt.core.program import int8_depthwise, whole
+from rknnrt.core.program import dw_kernel, int8_depthwise, whole
 from rknnrt.sessions import kernels
 
 from .test_int8_depthwise import CONFIGS, _exact, _inputs, _qdq_model
@@ -195,7 +195,7 @@ def test_kernel_equals_float_chain_with_int8_activations(library, monkeypatch) -
 def test_no_compiler_keeps_the_float_chain_with_one_warning(monkeypatch, tmp_path, capsys) -> None:
     monkeypatch.setenv(switches.CACHE_DIR.name, str(tmp_path))  # nothing cached there
     monkeypatch.setattr(kernels, "compiler", lambda: None)
-    monkeypatch.setattr(int8_depthwise, "_warned", False)
+    monkeypatch.setattr(dw_kernel, "_warned", False)
     model = _qdq_model(CONFIGS[:2])
     first = _rewritten(model, monkeypatch, True)
     second = _rewritten(model, monkeypatch, True)
@@ -271,3 +271,65 @@ def test_network_identical_with_kernel_on_and_off(library, name, tmp_path, monke
     for a_outputs, b_outputs in zip(on, off):
         for a, b in zip(a_outputs, b_outputs):
             assert np.ptp(a) > 0 and a.tobytes() == b.tobytes()
+
+
+def test_island_depthwise_convs_equal_the_float_chain(library, monkeypatch) -> None:
+    """Depthwise float islands (kept in float32 before a SiLU, Sigmoid or residual Add; or stored
+    in the other int8 type): the kernel's float32(acc) * m, or its requantisation, equals the
+    Conv -> Mul chain of int8_islands bit for bit, and the int64 definition."""
+    from . import test_int8_islands as islands
+
+    configs = [{"group": "dw"}, {"group": "dw", "k": 5, "s": 2, "tail": "sigmoid"},
+               {"group": "dw", "tail": "add"}, {"group": "dw", "tail": None, "ys": 0.5},
+               {"group": "dw", "tail": "int8", "ys": 0.3}]  # fmt: skip
+    model = islands._model(configs, seed=7)
+    graphs = {}
+    for on in (True, False):
+        monkeypatch.setenv(switches.INT8_DW_KERNEL.name, "1" if on else "0")
+        graph, _ = islands.int8_islands.rewrite(model.SerializeToString(), {})
+        graphs[on] = onnx.load_model_from_string(graph)
+    assert _kernel_nodes(graphs[True]) == len(configs) and _kernel_nodes(graphs[False]) == 0
+    kinds = {n.op_type for n in graphs[True].graph.node if n.domain == kernels.DOMAIN}
+    assert kinds == {"DepthwiseConvInt8_u8f", "DepthwiseConvInt8_u8s8"}
+    on = whole.open_program(graphs[True].SerializeToString())
+    off = whole.open_program(graphs[False].SerializeToString())
+    for x in islands._inputs():
+        a, b = on.run(None, {"x": x}), off.run(None, {"x": x})
+        for out_a, out_b in zip(a, b):
+            assert out_a.tobytes() == out_b.tobytes()
+        floats = [o for o in a if o.dtype == np.float32]
+        k = 0
+        for cfg_index, cfg in enumerate(configs):
+            if cfg.get("tail") != "int8":
+                reference = islands._reference(model, x, cfg_index)
+                assert floats[k].tobytes() == reference.tobytes(), cfg
+                k += 1
+
+
+@pytest.mark.parametrize("xt", ["u8", "s8"])
+@pytest.mark.parametrize("level", [2, 1, 0], ids=["avx512", "avx2", "scalar"])
+def test_float_output_op_is_the_product(library, xt, level) -> None:
+    """The island form DepthwiseConvInt8_<x>f: y = float32(acc) * m, no rounding, no clamp."""
+    case = (xt, "u8", 37, 9, 8, (3, 3), (1, 2), (1, 1, 1, 0), (1, 1))
+    x, w, bias, m, xz, _, attrs = _case_arrays(case, seed=11)
+    node = helper.make_node(f"DepthwiseConvInt8_{xt}f", ["x", "w", "b", "m"], ["y"],
+                            domain=kernels.DOMAIN, x_zero_point=xz, **attrs)  # fmt: skip
+    graph = helper.make_graph(
+        [node], "dw", [helper.make_tensor_value_info("x", RANGES[xt][3], list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b"),
+         numpy_helper.from_array(m, "m")])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid(kernels.DOMAIN, 1)])
+    options = ort.SessionOptions()
+    options.register_custom_ops_library(str(library[0]))
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])  # fmt: skip
+    library[1].rknnrt_dw_max_level(level)
+    try:
+        got = session.run(None, {"x": x})[0]
+    finally:
+        library[1].rknnrt_dw_max_level(2)
+    _, acc = _reference(x, w, bias, m, xz, 0, attrs, (-(2**40), 2**40))
+    assert got.dtype == np.float32
+    assert got.tobytes() == (acc.astype(np.float32) * m).astype(np.float32).tobytes()

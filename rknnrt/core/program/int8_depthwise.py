@@ -44,34 +44,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ...sessions import kernels
-from .. import log, switches
 from ..lazy_imports import onnx
-from . import graph_edit
+from . import dw_kernel, graph_edit
 
 _EXACT = float(2**24)  # integers up to this magnitude are exact in float32
 _EPSILON = float(np.finfo(np.float32).eps)
 _UINT8, _INT8 = 2, 3  # onnx.TensorProto.UINT8, INT8
 _RANGES = {_UINT8: (0, 255), _INT8: (-128, 127)}
-_SHORT = {_UINT8: "u8", _INT8: "s8"}
-_warned = False
-
-
-def kernel_library() -> bool:
-    """Whether the compiled kernels can run here (built or found in the cache now); one W line
-    per process when they cannot, and the float chain is used."""
-    global _warned
-    if not switches.int8_dw_kernel():
-        return False
-    try:
-        kernels.library(switches.cache_root())
-    except kernels.KernelsUnavailable as exc:
-        if not _warned:
-            _warned = True
-            log.warning(f"int8 depthwise convs run as float convs (slower): {exc}")
-        return False
-    return True
-
 
 def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set[str]]:
     """(`graph` with its slow depthwise int8 convs in the exact fast form, the names of the
@@ -82,8 +61,7 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
     model = onnx.load_model_from_string(bytes(graph))
     if not depthwise_as_float(model.graph, weights):
         return graph, set()
-    if any(node.domain == kernels.DOMAIN for node in model.graph.node):
-        model.opset_import.append(onnx.helper.make_opsetid(kernels.DOMAIN, 1))
+    dw_kernel.import_domain(model)
     unused = graph_edit.drop_unused_weights(model, weights)
     return model.SerializeToString(), unused
 
@@ -223,67 +201,6 @@ def _candidate(g: _Lookup, conv) -> dict | None:
             "types": (g.elem_type(x_dq.input[2]), g.elem_type(quant.input[2]))}  # fmt: skip
 
 
-def _kernel_attrs(conv, rank: int) -> dict | None:
-    """The custom op's attributes for a 2-D conv (explicit or VALID padding), else None."""
-    if rank != 4 or _attr(conv, "auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID", "NOTSET",
-                                                                "VALID"):  # fmt: skip
-        return None
-    strides = list(_attr(conv, "strides", [1, 1]))
-    dilations = list(_attr(conv, "dilations", [1, 1]))
-    pads = list(_attr(conv, "pads", [0, 0, 0, 0]))
-    if len(strides) != 2 or len(dilations) != 2 or len(pads) != 4:
-        return None
-    return {"stride_h": strides[0], "stride_w": strides[1], "dilation_h": dilations[0],
-            "dilation_w": dilations[1], "pad_top": pads[0], "pad_left": pads[1],
-            "pad_bottom": pads[2], "pad_right": pads[3]}  # fmt: skip
-
-
-def _value_infos(g: _Lookup, conv, found: dict, nhwc: str) -> list:
-    """The shapes of the kernel's NHWC output and of its NCHW transpose, from the conv's
-    output shape when the graph records it: onnxruntime infers no shape through a custom op,
-    and without one it keeps the next QLinearConv in NCHW between two more Transposes."""
-    shape = g.shapes.get(conv.output[0])
-    if shape is None or len(shape.dim) != 4:
-        return []
-    dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in shape.dim]
-    y_type = found["types"][1]
-    return [onnx.helper.make_tensor_value_info(nhwc, y_type, [dims[i] for i in (0, 2, 3, 1)]),
-            onnx.helper.make_tensor_value_info(found["quant"].output[0], y_type, dims)]
-
-
-def _kernel_nodes(found: dict, conv, m: np.ndarray, names: list[str]) -> tuple[list, list] | None:
-    """(nodes, initializers) running one rewritten conv on the compiled kernel, or None."""
-    attrs = _kernel_attrs(conv, found["w"].ndim)
-    if attrs is None:
-        return None
-    x_type, y_type = found["types"]
-    x_nhwc, w_n, b_n, m_n, y_nhwc = names
-    channels = found["w"].shape[0]
-    bias = found["bias"] if found["bias"] is not None else np.zeros(channels, np.int32)
-    inits = [
-        onnx.numpy_helper.from_array(
-            np.ascontiguousarray(found["w"][:, 0].transpose(1, 2, 0)).astype(np.int32), w_n),
-        onnx.numpy_helper.from_array(bias.astype(np.int32).reshape(-1), b_n),
-        onnx.numpy_helper.from_array(m.astype(np.float32).reshape(-1), m_n),
-    ]  # fmt: skip
-    quant, x_dq = found["quant"], found["x_dq"]
-    op = f"DepthwiseConvInt8_{_SHORT[x_type]}{_SHORT[y_type]}"
-    nodes = [
-        onnx.helper.make_node("Transpose", [x_dq.input[0]], [x_nhwc], perm=[0, 2, 3, 1],
-                              name=f"{x_nhwc}_t"),  # fmt: skip
-        onnx.helper.make_node(op, [x_nhwc, w_n, b_n, m_n], [y_nhwc], name=f"{y_nhwc}_k",
-                              domain=kernels.DOMAIN, x_zero_point=int(found["xz"]),
-                              y_zero_point=int(_scalar_int(found["yz"])), **attrs),  # fmt: skip
-        onnx.helper.make_node("Transpose", [y_nhwc], [quant.output[0]], perm=[0, 3, 1, 2],
-                              name=f"{y_nhwc}_t"),  # fmt: skip
-    ]
-    return nodes, inits
-
-
-def _scalar_int(value) -> int:
-    return int(np.asarray(value).reshape(-1)[0])
-
-
 def depthwise_as_float(graph, weights: Mapping[str, np.ndarray]) -> int:
     """Rewrite each depthwise QDQ conv onnxruntime would run slowly (see the module doc) in
     place; returns how many were rewritten."""
@@ -293,7 +210,7 @@ def depthwise_as_float(graph, weights: Mapping[str, np.ndarray]) -> int:
     removed: set[int] = set()
     added: list = []
     shapes: list = []
-    compiled = kernel_library()
+    compiled = dw_kernel.available()
     for conv in graph.node:
         found = _candidate(g, conv)
         if found is None:
@@ -303,16 +220,17 @@ def depthwise_as_float(graph, weights: Mapping[str, np.ndarray]) -> int:
         quant, x_dq = found["quant"], found["x_dq"]
         ys = np.float32(g.const(quant.input[1]))
         m = (np.float32(found["xs"]) * found["ws"].astype(np.float32).reshape(-1)) / ys
-        found["yz"] = g.const(quant.input[2])
-        names = [f"{base}_{k}" for k in ("nhwc", "kw", "kb", "km", "knhwc")]
-        made = _kernel_nodes(found, conv, m, names) if compiled else None
-        if made is not None and not any(n in taken for n in names):
-            taken.update(names)
-            replace[id(quant)], inits = made
-            added += inits
-            shapes += _value_infos(g, conv, found, names[4])
-            removed |= {id(conv), id(quant), *(id(a) for a in found["dropped"])}
-            continue
+        if compiled:
+            x_type, y_type = found["types"]
+            made = dw_kernel.nodes(conv, x_dq.input[0], x_type, int(found["xz"]), out, y_type,
+                                   int(np.asarray(g.const(quant.input[2])).reshape(-1)[0]),
+                                   found["w"], found["bias"], m, base, taken)  # fmt: skip
+            if made is not None:
+                replace[id(quant)], inits = made
+                added += inits
+                shapes += dw_kernel.shapes(g.shapes.get(conv.output[0]), base, out, y_type)
+                removed |= {id(conv), id(quant), *(id(a) for a in found["dropped"])}
+                continue
         names = [f"{base}_{k}" for k in ("x", "xs", "w", "b", "acc", "int", "m", "real", "one")]
         if any(n in taken for n in names):
             continue

@@ -3,15 +3,18 @@
  * (rknnrt/core/program/int8_depthwise.py says why; rknnrt/sessions/kernels/__init__.py builds
  * this file and registers it).
  *
- * Op `rknnrt.kernels::DepthwiseConvInt8_<x><y>` (x, y: u8 or s8), NHWC:
+ * Op `rknnrt.kernels::DepthwiseConvInt8_<x><y>` (x: u8 or s8; y: u8, s8, or f for float32),
+ * NHWC:
  *   inputs  x [N,H,W,C] (x type), w [KH,KW,C] int32 (weights minus their zero points),
- *           bias [C] int32, m [C] float32 ((xs * ws[c]) / ys, rounded to float32 once)
+ *           bias [C] int32, m [C] float32 ((xs * ws[c]) / ys, or xs * ws[c] for a float y)
  *   attrs   x_zero_point, y_zero_point, strides (stride_h, stride_w), pads (pad_top,
  *           pad_left, pad_bottom, pad_right), dilations (dilation_h, dilation_w): int64
  *   output  y [N,OH,OW,C] (y type)
  * per channel c: acc = sum (x - xz) * w[c] + bias[c] in int32 (padding contributes 0), then
  * y = saturate(nearbyintf(float(acc) * m[c]) + yz), the float32 product rounded half to even
  * (the default rounding mode) and clamped to the output type, as QLinearConv computes it.
+ * For a float32 y (a conv whose output is not stored, core/program/int8_islands.py) it is the
+ * product float(acc) * m[c] itself, m[c] = xs * ws[c], and y_zero_point is not read.
  *
  * Three paths, chosen at run time from cpuid (a cached build suits every x86-64 CPU): AVX-512
  * (BW, VL, VNNI), AVX2, scalar; all integer sums, all the same float32 product and rounding,
@@ -123,7 +126,7 @@ typedef struct DwOp {
 
 typedef struct Kernel {
     const OrtApi *api;
-    int x_signed, y_signed;
+    int x_signed, y_signed, y_float; /* y_float: the island form, y = float(acc) * m */
     int64_t xz, yz, sh, sw, pt, pl, pb, pr, dh, dw;
 } Kernel;
 
@@ -161,7 +164,11 @@ static void pixel_scalar(const Kernel *k, const Shape *s, const void *x, const i
         for (int t = 0; t < ntaps; t++)
             acc += (load_x(x, k->x_signed, (size_t)(taps[t] + c)) - (int32_t)k->xz) *
                    w[tap_w[t] + c];
-        store_y(y, k->y_signed, out + (size_t)c, requantize(acc, m[c], lo, hi, (int32_t)k->yz));
+        if (k->y_float)
+            ((float *)y)[out + (size_t)c] = (float)acc * m[c];
+        else
+            store_y(y, k->y_signed, out + (size_t)c,
+                    requantize(acc, m[c], lo, hi, (int32_t)k->yz));
     }
 }
 
@@ -189,6 +196,18 @@ __attribute__((target("avx2"))) static inline __m256i requantize8(__m256i acc, c
     return _mm256_add_epi32(_mm256_cvtps_epi32(v), yz);
 }
 
+/* 8 outputs from their sums at element e: the float product, stored as it is (island form)
+ * or requantised */
+__attribute__((target("avx2"))) static inline void emit8(const Kernel *k, void *y, int64_t e,
+                                                         __m256i acc, const float *m, __m256 lo,
+                                                         __m256 hi, __m256i yz) {
+    if (k->y_float)
+        _mm256_storeu_ps((float *)y + e,
+                         _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(m)));
+    else
+        store8_y(y, e, requantize8(acc, m, lo, hi, yz), k->y_signed);
+}
+
 /* channels [c, C - C % 8) of one output pixel whose taps are listed (a border pixel), 16 then
  * 8 at a time, in int32 products; returns where it stopped */
 __attribute__((target("avx2"))) static int64_t pixel_avx2(const Kernel *k, const Shape *s,
@@ -213,8 +232,8 @@ __attribute__((target("avx2"))) static int64_t pixel_avx2(const Kernel *k, const
             a1 = _mm256_add_epi32(
                 a1, _mm256_mullo_epi32(x1, _mm256_loadu_si256((const __m256i *)(wp + 8))));
         }
-        store8_y(y, (int64_t)out + c, requantize8(a0, m + c, lo, hi, yz), k->y_signed);
-        store8_y(y, (int64_t)out + c + 8, requantize8(a1, m + c + 8, lo, hi, yz), k->y_signed);
+        emit8(k, y, (int64_t)out + c, a0, m + c, lo, hi, yz);
+        emit8(k, y, (int64_t)out + c + 8, a1, m + c + 8, lo, hi, yz);
     }
     for (; c + 8 <= s->c; c += 8) {
         __m256i a0 = _mm256_loadu_si256((const __m256i *)(bias + c));
@@ -223,7 +242,7 @@ __attribute__((target("avx2"))) static int64_t pixel_avx2(const Kernel *k, const
             a0 = _mm256_add_epi32(
                 a0, _mm256_mullo_epi32(x0, _mm256_loadu_si256((const __m256i *)(w + tap_w[t] + c))));
         }
-        store8_y(y, (int64_t)out + c, requantize8(a0, m + c, lo, hi, yz), k->y_signed);
+        emit8(k, y, (int64_t)out + c, a0, m + c, lo, hi, yz);
     }
     return c;
 }
@@ -235,13 +254,13 @@ __attribute__((target("avx2"))) static int64_t pixel_avx2(const Kernel *k, const
  * unpacklo/unpackhi interleave the two taps' x (an odd last tap pairs with a zero weight). */
 __attribute__((target("avx2"))) static void interior_avx2(
     const Kernel *k, const void *x, const int64_t *rel, int npairs, const int16_t *packed,
-    int64_t blocks, const int32_t *bias_adj, const float *m, void *y_row, float lo_f, float hi_f,
-    int64_t count, int64_t x_step, int64_t y_step) {
+    int64_t blocks, const int32_t *bias_adj, const float *m, void *y, int64_t e0, float lo_f,
+    float hi_f, int64_t count, int64_t x_step, int64_t y_step) {
     const __m256i yz = _mm256_set1_epi32((int32_t)k->yz);
     const __m256 lo = _mm256_set1_ps(lo_f), hi = _mm256_set1_ps(hi_f);
     for (int64_t px = 0; px < count; px++) {
     const uint8_t *xb = (const uint8_t *)x + px * x_step;
-    uint8_t *y = (uint8_t *)y_row + px * y_step;
+    const int64_t e = e0 + px * y_step;
     for (int64_t b = 0; b < blocks; b++) {
         const int64_t c = b * 16;
         __m256i a_lo = _mm256_setzero_si256(), a_hi = _mm256_setzero_si256();
@@ -261,8 +280,8 @@ __attribute__((target("avx2"))) static void interior_avx2(
         __m256i n1 = _mm256_permute2x128_si256(a_lo, a_hi, 0x31);
         n0 = _mm256_add_epi32(n0, _mm256_loadu_si256((const __m256i *)(bias_adj + c)));
         n1 = _mm256_add_epi32(n1, _mm256_loadu_si256((const __m256i *)(bias_adj + c + 8)));
-        store8_y(y, c, requantize8(n0, m + c, lo, hi, yz), k->y_signed);
-        store8_y(y, c + 8, requantize8(n1, m + c + 8, lo, hi, yz), k->y_signed);
+        emit8(k, y, e + c, n0, m + c, lo, hi, yz);
+        emit8(k, y, e + c + 8, n1, m + c + 8, lo, hi, yz);
     }
     }
 }
@@ -306,8 +325,9 @@ static void pack_interior(const Shape *s, const int32_t *w, const int32_t *bias,
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
 AVX512 static inline void finish512(const Kernel *k, __m512i a_lo, __m512i a_hi,
-                                     const int32_t *bias_adj, const float *m, uint8_t *y,
-                                     int64_t c, __mmask32 mask, __m512 lo, __m512 hi) {
+                                     const int32_t *bias_adj, const float *m, void *y_base,
+                                     int64_t e, int64_t c, __mmask32 mask, __m512 lo,
+                                     __m512 hi) {
     /* 64-bit pieces in channel order: low/high unpack halves of each 128-bit lane */
     const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
     const __m512i second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
@@ -319,6 +339,12 @@ AVX512 static inline void finish512(const Kernel *k, __m512i a_lo, __m512i a_hi,
     n1 = _mm512_add_epi32(n1, _mm512_loadu_si512((const void *)(bias_adj + c + 16)));
     __m512 v0 = _mm512_mul_ps(_mm512_cvtepi32_ps(n0), _mm512_maskz_loadu_ps(m0, m + c));
     __m512 v1 = _mm512_mul_ps(_mm512_cvtepi32_ps(n1), _mm512_maskz_loadu_ps(m1, m + c + 16));
+    if (k->y_float) { /* island form: the product as it is */
+        _mm512_mask_storeu_ps((float *)y_base + e + c, m0, v0);
+        _mm512_mask_storeu_ps((float *)y_base + e + c + 16, m1, v1);
+        return;
+    }
+    uint8_t *y = (uint8_t *)y_base + e;
     v0 = _mm512_min_ps(_mm512_max_ps(v0, lo), hi);
     v1 = _mm512_min_ps(_mm512_max_ps(v1, lo), hi);
     /* cvtps rounds by MXCSR (nearest-even by default); values are in range, so the
@@ -347,9 +373,9 @@ AVX512 static inline void finish512(const Kernel *k, __m512i a_lo, __m512i a_hi,
 
 AVX512 static void interior_avx512(const Kernel *k, const void *x, const int64_t *rel,
                                    int npairs, const int16_t *packed, int64_t channels,
-                                   const int32_t *bias_adj, const float *m, void *y_row,
-                                   float lo_f, float hi_f, int64_t count, int64_t x_step,
-                                   int64_t y_step) {
+                                   const int32_t *bias_adj, const float *m, void *y,
+                                   int64_t e0, float lo_f, float hi_f, int64_t count,
+                                   int64_t x_step, int64_t y_step) {
     const int64_t blocks = (channels + 31) / 32;
     const __m512 lo = _mm512_set1_ps(lo_f), hi = _mm512_set1_ps(hi_f);
     const int xs = k->x_signed;
@@ -359,7 +385,7 @@ AVX512 static void interior_avx512(const Kernel *k, const void *x, const int64_t
             px = count - 4; /* the last group overlaps the one before: same values again */
         const uint8_t *x0 = (const uint8_t *)x + px * x_step, *x1 = x0 + x_step,
                       *x2 = x1 + x_step, *x3 = x2 + x_step;
-        uint8_t *y = (uint8_t *)y_row + px * y_step;
+        const int64_t e = e0 + px * y_step;
         for (int64_t b = 0; b < blocks; b++) {
             const int64_t c = b * 32, left = channels - c;
             const __mmask32 mask = left >= 32 ? 0xFFFFFFFFu : (((__mmask32)1 << left) - 1);
@@ -375,15 +401,15 @@ AVX512 static void interior_avx512(const Kernel *k, const void *x, const int64_t
                 STEP512(x2, l2, h2);
                 STEP512(x3, l3, h3);
             }
-            finish512(k, l0, h0, bias_adj, m, y, c, mask, lo, hi);
-            finish512(k, l1, h1, bias_adj, m, y + y_step, c, mask, lo, hi);
-            finish512(k, l2, h2, bias_adj, m, y + 2 * y_step, c, mask, lo, hi);
-            finish512(k, l3, h3, bias_adj, m, y + 3 * y_step, c, mask, lo, hi);
+            finish512(k, l0, h0, bias_adj, m, y, e, c, mask, lo, hi);
+            finish512(k, l1, h1, bias_adj, m, y, e + y_step, c, mask, lo, hi);
+            finish512(k, l2, h2, bias_adj, m, y, e + 2 * y_step, c, mask, lo, hi);
+            finish512(k, l3, h3, bias_adj, m, y, e + 3 * y_step, c, mask, lo, hi);
         }
     }
     for (; px < count; px++) {
         const uint8_t *x0 = (const uint8_t *)x + px * x_step;
-        uint8_t *y = (uint8_t *)y_row + px * y_step;
+        const int64_t e = e0 + px * y_step;
         for (int64_t b = 0; b < blocks; b++) {
             const int64_t c = b * 32, left = channels - c;
             const __mmask32 mask = left >= 32 ? 0xFFFFFFFFu : (((__mmask32)1 << left) - 1);
@@ -395,7 +421,7 @@ AVX512 static void interior_avx512(const Kernel *k, const void *x, const int64_t
                 const int64_t o0 = rel[2 * p] + c, o1 = rel[2 * p + 1] + c;
                 STEP512(x0, l0, h0);
             }
-            finish512(k, l0, h0, bias_adj, m, y, c, mask, lo, hi);
+            finish512(k, l0, h0, bias_adj, m, y, e, c, mask, lo, hi);
         }
     }
 }
@@ -473,11 +499,11 @@ static void depthwise(const Kernel *k, const Shape *s, const void *x, const int3
                 const size_t out = (size_t)(((n * s->oh + oh) * s->ow + ow_lo) * s->c);
                 if (fast == 2)
                     interior_avx512(k, (const uint8_t *)x + base, rel, npairs, packed, s->c,
-                                    bias_adj, m, (uint8_t *)y + out, lo, hi, ow_hi - ow_lo,
+                                    bias_adj, m, y, (int64_t)out, lo, hi, ow_hi - ow_lo,
                                     k->sw * s->c, s->c);
                 else
                     interior_avx2(k, (const uint8_t *)x + base, rel, npairs, packed, blocks,
-                                  bias_adj, m, (uint8_t *)y + out, lo, hi, ow_hi - ow_lo,
+                                  bias_adj, m, y, (int64_t)out, lo, hi, ow_hi - ow_lo,
                                   k->sw * s->c, s->c);
             }
 #endif
@@ -629,6 +655,7 @@ static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKerne
     k->api = api;
     k->x_signed = d->x_type == T_INT8;
     k->y_signed = d->y_type == T_INT8;
+    k->y_float = d->y_type == T_FLOAT;
     k->xz = attr(api, info, "x_zero_point", 0);
     k->yz = attr(api, info, "y_zero_point", 0);
     k->sh = attr(api, info, "stride_h", 1);
@@ -677,11 +704,13 @@ static int op_output_type(const CustomOp *op, size_t i) {
       op_outputs, compute, destroy_kernel, op_required, op_required, {0}},                     \
      NAME, XT, YT}
 
-static DwOp ops[4] = {
+static DwOp ops[6] = {
     DW_OP("DepthwiseConvInt8_u8u8", T_UINT8, T_UINT8),
     DW_OP("DepthwiseConvInt8_u8s8", T_UINT8, T_INT8),
     DW_OP("DepthwiseConvInt8_s8u8", T_INT8, T_UINT8),
     DW_OP("DepthwiseConvInt8_s8s8", T_INT8, T_INT8),
+    DW_OP("DepthwiseConvInt8_u8f", T_UINT8, T_FLOAT), /* island form: y = float(acc) * m */
+    DW_OP("DepthwiseConvInt8_s8f", T_INT8, T_FLOAT),
 };
 
 EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase *base) {
@@ -691,7 +720,7 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
     /* one domain per session options: onnxruntime keeps the pointer for their lifetime */
     OrtCustomOpDomain *domain = NULL;
     OrtStatus *st = FN(api, CreateCustomOpDomain)("rknnrt.kernels", &domain);
-    for (int i = 0; !st && i < 4; i++)
+    for (int i = 0; !st && i < 6; i++)
         st = FN(api, CustomOpDomain_Add)(domain, &ops[i].base);
     if (!st)
         st = FN(api, AddCustomOpDomain)(options, domain);
