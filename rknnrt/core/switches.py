@@ -82,9 +82,10 @@ INT8_DEPTHWISE = Switch(
 )  # fmt: skip
 INT8_DW_KERNEL = Switch(
     "RKNNRT_INT8_DW_KERNEL", "1",
-    "0 runs those depthwise convs as exact float convs instead of rknnrt's compiled int8 "
-    "kernel (a C onnxruntime custom-op library built on first use and kept in the cache "
-    "folder: rknnrt/sessions/kernels; same outputs; read at rknn_init)",
+    "0 runs an int8 program's 2-D depthwise convs (int8_depthwise's, and int8_islands' "
+    "float-output ones) as exact float convs instead of on rknnrt's compiled int8 kernel (a C "
+    "onnxruntime custom-op library built on first use and kept in the cache folder: "
+    "core/program/dw_kernel.py, rknnrt/sessions/kernels; same outputs; read at rknn_init)",
 )  # fmt: skip
 INT8_ISLANDS = Switch(
     "RKNNRT_INT8_ISLANDS", "1",

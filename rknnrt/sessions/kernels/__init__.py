@@ -1,5 +1,6 @@
-"""rknnrt's compiled onnxruntime kernels: a custom-op library in C (dwconv.c, domain `DOMAIN`),
-built with the C compiler on first use and cached like librknnrt.so.
+"""rknnrt's compiled onnxruntime kernels: a custom-op library in C (domain `DOMAIN`), built with
+the C compiler on first use and cached like librknnrt.so. dwconv.c: the op and its
+registration; dw_arith.c/.h: the arithmetic; ort_abi.h: the part of onnxruntime's C API used.
 
 The library holds int8 depthwise convolutions with per-channel weight zero points in NHWC
 (core/program/int8_depthwise.py emits them; dwconv.c says what they compute). It is built
@@ -30,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 DOMAIN = "rknnrt.kernels"
-SOURCE = Path(__file__).parent / "dwconv.c"
+_HERE = Path(__file__).parent
+SOURCES = (_HERE / "dwconv.c", _HERE / "dw_arith.c")
+HEADERS = (_HERE / "dw_arith.h", _HERE / "ort_abi.h")
 LIBRARY = "librknnrt_kernels.so"
 FLAGS = ("-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-ffp-contract=off", "-std=gnu99")
 
@@ -54,10 +57,12 @@ def compiler() -> str | None:
 
 
 def fingerprint() -> str:
-    """The cache key: the C source, the flags, onnxruntime's version, the architecture."""
+    """The cache key: the C sources, the flags, onnxruntime's version, the architecture."""
     import onnxruntime as ort
 
-    digest = hashlib.sha256(SOURCE.read_bytes())
+    digest = hashlib.sha256()
+    for path in (*SOURCES, *HEADERS):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     for part in (*FLAGS, ort.__version__, platform.machine()):
         digest.update(b"\0" + part.encode())
     return digest.hexdigest()[:16]
@@ -91,11 +96,11 @@ def _build(target: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
             built = Path(tmp) / LIBRARY
-            command = [cc, *FLAGS, str(SOURCE), "-o", str(built), "-lm"]
+            command = [cc, *FLAGS, *map(str, SOURCES), "-o", str(built), "-lm"]
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0:
                 first = (done.stderr.strip().splitlines() or ["no message"])[0]
-                raise KernelsUnavailable(f"compiling {SOURCE.name} failed: {first}")
+                raise KernelsUnavailable(f"compiling {LIBRARY} failed: {first}")
             os.replace(built, target)  # atomic: a reader sees no file or a whole one
     except OSError as exc:
         raise KernelsUnavailable(f"cannot write the kernel cache {target.parent}: {exc}") from None
