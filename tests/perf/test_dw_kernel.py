@@ -53,7 +53,7 @@ def _reference(x, w, bias, m, xz, yz, attrs, y_range):
     return np.clip(y, y_range[0], y_range[1]), acc
 
 
-def _op_session(library, xt: str, yt: str, x_shape, w, bias, m, xz, yz, attrs):
+def _op_session(library, xt: str, yt: str, x_shape, w, bias, m, xz, yz, attrs, threads=1):
     node = helper.make_node(f"DepthwiseConvInt8_{xt}{yt}", ["x", "w", "b", "m"], ["y"],
                             domain=kernels.DOMAIN, x_zero_point=xz, y_zero_point=yz,
                             **attrs)  # fmt: skip
@@ -65,6 +65,7 @@ def _op_session(library, xt: str, yt: str, x_shape, w, bias, m, xz, yz, attrs):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                     helper.make_opsetid(kernels.DOMAIN, 1)])
     options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
     options.register_custom_ops_library(str(library[0]))
     return ort.InferenceSession(model.SerializeToString(), options,
                                 providers=["CPUExecutionProvider"])  # fmt: skip
@@ -131,6 +132,19 @@ def test_op_matches_int64_reference(library, case, level) -> None:
     inside = (want[..., m == 0.125] > lo) & (want[..., m == 0.125] < hi)
     tie = inside & (sums % 8 == 4)
     assert (tie & (sums > 0)).any() and (tie & (sums < 0)).any()
+
+
+@pytest.mark.parametrize("case", CASES[:4], ids=lambda c: f"{c[0]}{c[1]}-c{c[2]}")
+def test_rows_split_over_threads_give_the_same_values(library, case) -> None:
+    """With intra-op threads the rows run in chunks through onnxruntime's
+    KernelContext_ParallelFor (a later entry of its API table): the same values."""
+    x, w, bias, m, xz, yz, attrs = _case_arrays(case, seed=3)
+    want, _ = _reference(x, w, bias, m, xz, yz, attrs, RANGES[case[1]][:2])
+    for threads in (1, 2, 3):
+        session = _op_session(library, case[0], case[1], x.shape, w, bias, m, xz, yz, attrs,
+                              threads)  # fmt: skip
+        got = session.run(None, {"x": x})[0]
+        assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), threads
 
 
 def _kernel_nodes(model: onnx.ModelProto) -> int:

@@ -21,4 +21,14 @@ typedef struct Shape {
 int dw_run(const DwParams *k, const Shape *s, const void *x, const int32_t *w,
            const int32_t *bias, const float *m, void *y, int level);
 
+/* the same in parts: dw_begin lays out what every row reads (NULL: out of memory); dw_do_rows
+ * computes output rows [r0, r1) of the N * OH rows and may run concurrently on disjoint
+ * ranges; dw_end frees. */
+typedef struct DwJob DwJob;
+DwJob *dw_begin(const DwParams *k, const Shape *s, const void *x, const int32_t *w,
+                const int32_t *bias, const float *m, void *y, int level);
+int64_t dw_rows_total(const DwJob *j);
+void dw_do_rows(const DwJob *j, int64_t r0, int64_t r1);
+void dw_end(DwJob *j);
+
 #endif

@@ -33,6 +33,18 @@ typedef struct Kernel {
 } Kernel;
 
 static int max_level = 2; /* set by rknnrt_dw_max_level: the tests' narrower paths */
+static const OrtApi *parallel_api; /* the table with KernelContext_ParallelFor, or NULL */
+
+typedef struct Chunks {
+    const DwJob *job;
+    int64_t rows, count;
+} Chunks;
+
+/* chunk i of the output rows, on one of onnxruntime's intra-op threads */
+static void run_chunk(void *data, size_t i) {
+    const Chunks *c = (const Chunks *)data;
+    dw_do_rows(c->job, c->rows * (int64_t)i / c->count, c->rows * ((int64_t)i + 1) / c->count);
+}
 
 EXPORT void rknnrt_dw_max_level(int level) { max_level = level; }
 
@@ -87,8 +99,23 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
             return;
     if (FN(api, GetTensorMutableData)(out, &p[4]) != NULL)
         return;
-    dw_run(&k->p, &s, p[0], (const int32_t *)p[1], (const int32_t *)p[2], (const float *)p[3],
-           p[4], max_level);
+    DwJob *job = dw_begin(&k->p, &s, p[0], (const int32_t *)p[1], (const int32_t *)p[2],
+                          (const float *)p[3], p[4], max_level);
+    if (job == NULL)
+        return;
+    /* rows in chunks over the session's intra-op threads (inline with one thread) */
+    Chunks chunks = {job, dw_rows_total(job), 0};
+    chunks.count = chunks.rows < 32 ? chunks.rows : 32;
+    OrtStatus *failed = NULL;
+    if (parallel_api != NULL && chunks.count > 1)
+        failed = FN(parallel_api, KernelContext_ParallelFor)(ctx, run_chunk, (size_t)chunks.count,
+                                                             0, &chunks);
+    if (parallel_api == NULL || chunks.count <= 1 || failed != NULL) {
+        if (failed != NULL)
+            FN(api, ReleaseStatus)(failed);
+        dw_do_rows(job, 0, chunks.rows); /* every row again: the same values */
+    }
+    dw_end(job);
 }
 
 static int64_t attr(const OrtApi *api, const OrtKernelInfo *info, const char *name,
@@ -170,6 +197,7 @@ static DwOp ops[6] = {
 
 EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase *base) {
     const OrtApi *api = base->GetApi(API_VERSION_USED);
+    parallel_api = base->GetApi(API_VERSION_PARALLEL);
     if (api == NULL)
         return NULL; /* cannot happen on onnxruntime >= 1.13; nothing to report through */
     /* one domain per session options: onnxruntime keeps the pointer for their lifetime */

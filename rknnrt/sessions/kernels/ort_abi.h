@@ -50,6 +50,10 @@ enum {
     API_ReleaseTensorTypeAndShapeInfo = 99,
 };
 #define API_VERSION_USED 13 /* every position above exists by this version */
+/* a later entry, asked for with a later version (NULL from an older onnxruntime: then the
+ * kernel runs on the calling thread) */
+#define API_KernelContext_ParallelFor 274
+#define API_VERSION_PARALLEL 20
 
 typedef OrtStatus *(*CreateStatus_f)(int code, const char *msg);
 typedef OrtStatus *(*CreateCustomOpDomain_f)(const char *domain, OrtCustomOpDomain **out);
@@ -68,6 +72,9 @@ typedef OrtStatus *(*KernelContext_GetInput_f)(const OrtKernelContext *ctx, size
 typedef OrtStatus *(*KernelContext_GetOutput_f)(OrtKernelContext *ctx, size_t index,
                                                 const int64_t *dims, size_t count,
                                                 OrtValue **out);
+typedef OrtStatus *(*KernelContext_ParallelFor_f)(const OrtKernelContext *ctx,
+                                                  void (*fn)(void *data, size_t index),
+                                                  size_t total, size_t num_batch, void *data);
 typedef void (*ReleaseStatus_f)(OrtStatus *status);
 typedef void (*ReleaseTensorTypeAndShapeInfo_f)(OrtTensorTypeAndShapeInfo *info);
 
