@@ -51,14 +51,15 @@ def create(model: Any, policy: Policy, **settings: Any) -> Any:
 
 
 def _uses_kernels(model: Any) -> bool:
-    """Whether a graph (bytes, a path or a ModelProto) has a node of rknnrt's compiled kernels
-    (sessions/kernels): only such a graph gets their library registered."""
+    """Whether a graph (bytes or a ModelProto; a path is never read again for this) has a node
+    of rknnrt's compiled kernels (sessions/kernels): only such a graph gets their library
+    registered."""
     import onnx
 
     if isinstance(model, onnx.ModelProto):
         return kernels.uses_kernels(model)
-    if isinstance(model, str):
-        return kernels.uses_kernels(onnx.load(model, load_external_data=False))
+    if isinstance(model, str):  # such graphs are made in memory (whole.execution_graph)
+        return False
     if kernels.DOMAIN.encode() not in bytes(model):  # the domain's name is in any such graph
         return False
     return kernels.uses_kernels(onnx.load_model_from_string(bytes(model)))
