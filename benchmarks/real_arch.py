@@ -10,7 +10,11 @@ and the three runtimes alternate iteration by iteration. Prints medians, the rat
 geometric means.
 
     PYTHONPATH=. python benchmarks/real_arch.py [--repeat N] [--models a,b] [--test] [--calib N]
-        [--kinds int8,fp16]
+        [--kinds int8,fp16] [--kinds int8f,int8]
+
+Kind `int8f` is the same int8 file initialised with RKNNRT_INT8_DW_KERNEL=0 (depthwise convs as
+exact float convs instead of rknnrt's compiled kernel, sessions/kernels): `--kinds int8f,int8`
+shows the kernel's before/after in one run, alternating.
 
 Targets (issue 25): int8 <= 1.0x onnxruntime float32 on every network (geometric mean
 <= 0.8x), fp16 <= 1.2x.
@@ -31,6 +35,8 @@ import onnxruntime as ort
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.runtimes import alternate, baseline_options, build  # noqa: E402
+from rknnrt.core import switches  # noqa: E402
+from rknnrt.lite import RKNNLite  # noqa: E402
 from rknnrt.sessions import int8_kernels  # noqa: E402
 from tools.real_arch import catalog  # noqa: E402
 
@@ -41,14 +47,16 @@ def main() -> None:
     parser.add_argument("--models", default="")
     parser.add_argument("--test", action="store_true", help="reduced input sizes")
     parser.add_argument("--calib", type=int, default=2)
-    parser.add_argument("--kinds", default="int8,fp16", help="programs to time: int8, fp16")
+    parser.add_argument("--kinds", default="int8,fp16",
+                        help="programs to time: int8, fp16, int8f (int8 without the compiled "
+                             "depthwise kernel)")  # fmt: skip
     args = parser.parse_args()
     names = [n for n in catalog.NETWORKS if not args.models or n in args.models.split(",")]
     exact = int8_kernels.fast_kernels_exact()
     print(f"int8 kernels: {'fast u8s8 (probed exact on this CPU)' if exact else 'exact u8u8'}")
-    print(f"{'network':24s} {'ort f32 ms':>10s} {'int8 ms':>9s} {'fp16 ms':>9s} "
-          f"{'int8/ort':>9s} {'fp16/ort':>9s}", flush=True)  # fmt: skip
-    kinds = [k for k in ("int8", "fp16") if k in args.kinds.split(",")]
+    kinds = [k for k in KINDS if k in args.kinds.split(",")]
+    print(f"{'network':24s} {'ort f32 ms':>10s} " + " ".join(f"{k + ' ms':>9s}" for k in kinds)
+          + " " + " ".join(f"{k + '/ort':>9s}" for k in kinds), flush=True)  # fmt: skip
     ratios: dict[str, list[float]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as folder:
         for name in names:
@@ -59,8 +67,7 @@ def main() -> None:
             x = rng.rand(*shape).astype(np.float32)
             session = ort.InferenceSession(model.SerializeToString(), baseline_options(),
                                            providers=["CPUExecutionProvider"])  # fmt: skip
-            runtimes = {k: build(model, k == "int8", calib,
-                                 os.path.join(folder, f"{name}.{k}.rknn")) for k in kinds}
+            runtimes = _runtimes(model, kinds, calib, os.path.join(folder, name))
             runs: dict[str, Callable[[], object]] = {
                 "ort": lambda s=session, x=x: s.run(None, {"images": x})}
             for k, r in runtimes.items():
@@ -69,14 +76,35 @@ def main() -> None:
             rel = {k: med[k] / med["ort"] for k in kinds}
             for k in kinds:
                 ratios[k].append(rel[k])
-            cells = [f"{med[k]:9.2f}" if k in med else f"{'-':>9s}" for k in ("int8", "fp16")]
-            cells += [f"{rel[k]:9.2f}" if k in rel else f"{'-':>9s}" for k in ("int8", "fp16")]
+            cells = [f"{med[k]:9.2f}" for k in kinds] + [f"{rel[k]:9.2f}" for k in kinds]
             print(f"{name:24s} {med['ort']:10.2f} {' '.join(cells)}", flush=True)
             for r in runtimes.values():
                 r.release()
     geo = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in ratios.items() if v}
-    cells = [f"{geo[k]:9.2f}" if k in geo else f"{'-':>9s}" for k in ("int8", "fp16")]
-    print(f"{'geometric mean':24s} {'':10s} {'':9s} {'':9s} {' '.join(cells)}")
+    pad = " ".join(f"{'':9s}" for _ in kinds)
+    print(f"{'geometric mean':24s} {'':10s} {pad} {' '.join(f'{geo[k]:9.2f}' for k in kinds)}")
+
+
+KINDS = ("int8f", "int8", "fp16")
+
+
+def _runtimes(model, kinds: list[str], calib: list, stem: str) -> dict[str, RKNNLite]:
+    """One initialised runtime per kind; int8f shares int8's file (built once)."""
+    out: dict[str, RKNNLite] = {}
+    if "int8" in kinds or "int8f" in kinds:
+        out["int8"] = build(model, True, calib, f"{stem}.int8.rknn")
+        if "int8f" in kinds:
+            with switches.override(switches.INT8_DW_KERNEL, "0"):
+                lite = RKNNLite()
+                lite.load_rknn(f"{stem}.int8.rknn")
+                if lite.init_runtime() != 0:
+                    raise RuntimeError("init_runtime failed")
+            out["int8f"] = lite
+        if "int8" not in kinds:
+            out.pop("int8").release()
+    if "fp16" in kinds:
+        out["fp16"] = build(model, False, calib, f"{stem}.fp16.rknn")
+    return out
 
 
 if __name__ == "__main__":

@@ -80,6 +80,13 @@ INT8_DEPTHWISE = Switch(
     "onnxruntime's slow QLinearConv path (core/program/int8_depthwise.py: same outputs; read at "
     "rknn_init)",
 )  # fmt: skip
+INT8_DW_KERNEL = Switch(
+    "RKNNRT_INT8_DW_KERNEL", "1",
+    "0 runs an int8 program's 2-D depthwise convs (int8_depthwise's, and int8_islands' "
+    "float-output ones) as exact float convs instead of on rknnrt's compiled int8 kernel (a C "
+    "onnxruntime custom-op library built on first use and kept in the cache folder: "
+    "core/program/dw_kernel.py, rknnrt/sessions/kernels; same outputs; read at rknn_init)",
+)  # fmt: skip
 INT8_ISLANDS = Switch(
     "RKNNRT_INT8_ISLANDS", "1",
     "0 runs an int8 program's convs whose output is not stored in float32 on dequantised "
@@ -94,12 +101,13 @@ LAYOUT_CACHE_MB = Switch(
 )  # fmt: skip
 CACHE_DIR = Switch(
     "RKNNRT_CACHE_DIR", "",
-    "the folder of rknnrt's caches (the C library's build, laid-out float16 programs); unset: "
+    "the folder of rknnrt's caches (the C library's build, the compiled int8 kernels, laid-out "
+    "float16 programs); unset: "
     "$XDG_CACHE_HOME/rknnrt or ~/.cache/rknnrt (read when a cache is used)",
 )  # fmt: skip
 TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
-         FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE, INT8_ISLANDS,
-         LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
+         FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE, INT8_DW_KERNEL,
+         INT8_ISLANDS, LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
 
 
 # Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
@@ -200,6 +208,10 @@ def fp16_blocked() -> bool:
 
 def int8_depthwise() -> bool:
     return raw(INT8_DEPTHWISE) != "0"
+
+
+def int8_dw_kernel() -> bool:
+    return raw(INT8_DW_KERNEL) != "0"
 
 
 def int8_islands() -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import int8_kernels, shared_weights
+from . import int8_kernels, kernels, shared_weights
 from .policies import Policy, open_session, session_options
 
 # Operators through which onnxruntime reaches its u8s8 kernels (its QDQ fusion included).
@@ -50,6 +50,21 @@ def create(model: Any, policy: Policy, **settings: Any) -> Any:
     return open_session(model, options)
 
 
+def _uses_kernels(model: Any) -> bool:
+    """Whether a graph (bytes or a ModelProto; a path is never read again for this) has a node
+    of rknnrt's compiled kernels (sessions/kernels): only such a graph gets their library
+    registered."""
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        return kernels.uses_kernels(model)
+    if isinstance(model, str):  # such graphs are made in memory (whole.execution_graph)
+        return False
+    if kernels.DOMAIN.encode() not in bytes(model):  # the domain's name is in any such graph
+        return False
+    return kernels.uses_kernels(onnx.load_model_from_string(bytes(model)))
+
+
 def _exact(model: Any, policy: Policy) -> bool:
     """Whether `policy` gives `model` the exact int8 kernels (the probe runs only for a graph
     with an integer operator)."""
@@ -91,6 +106,12 @@ def options_for(
         options.optimized_model_filepath = optimized_model_path
     for key, value in (config or {}).items():
         options.add_session_config_entry(key, value)
+    if _uses_kernels(model):
+        library = kernels.loaded()
+        if library is None:  # only a graph rewritten in this process carries the domain
+            raise RuntimeError(f"the graph has {kernels.DOMAIN} nodes but no kernel library is "
+                               "loaded in this process")  # fmt: skip
+        options.register_custom_ops_library(str(library))
     if initializers is not None and initializers[0]:
         options.add_external_initializers(*initializers)
     if files_in_memory is not None and files_in_memory[0]:

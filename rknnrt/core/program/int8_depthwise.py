@@ -26,6 +26,16 @@ QuantizeLinear, or through a Relu/Clip that onnxruntime drops before a QuantizeL
 (ReluQuantFusion: zero point at the type's minimum; ClipQuantFusion: the clip covers the
 quantised range within float32 epsilon). Outputs are bit-identical
 (tests/perf/test_int8_depthwise.py); MobileNetV2 int8 ~1000 ms -> see benchmarks/real_arch.py.
+
+Where rknnrt's compiled kernels are available (sessions/kernels: a C custom-op library built on
+first use; RKNNRT_INT8_DW_KERNEL=0 turns them off) a 2-D conv of the same set runs instead as
+
+    Transpose(NHWC) -> rknnrt.kernels::DepthwiseConvInt8_<x><y>(w - wz, bias, m) -> Transpose(NCHW)
+
+the same integer sum and the same float32 requantisation, on the int8 tensors in NHWC: no
+dequantised float tensor, no blocked-layout reorders, and the Transposes cancel against the
+NHWC ones onnxruntime puts around its neighbouring QLinearConvs (tests/perf/test_dw_kernel.py:
+bit-identical to the float chain). Without a compiler the float chain stays, with one W line.
 """
 
 from __future__ import annotations
@@ -35,13 +45,12 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..lazy_imports import onnx
-from . import graph_edit
+from . import dw_kernel, graph_edit
 
 _EXACT = float(2**24)  # integers up to this magnitude are exact in float32
 _EPSILON = float(np.finfo(np.float32).eps)
 _UINT8, _INT8 = 2, 3  # onnx.TensorProto.UINT8, INT8
 _RANGES = {_UINT8: (0, 255), _INT8: (-128, 127)}
-
 
 def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set[str]]:
     """(`graph` with its slow depthwise int8 convs in the exact fast form, the names of the
@@ -52,6 +61,7 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
     model = onnx.load_model_from_string(bytes(graph))
     if not depthwise_as_float(model.graph, weights):
         return graph, set()
+    dw_kernel.import_domain(model)
     unused = graph_edit.drop_unused_weights(model, weights)
     return model.SerializeToString(), unused
 
@@ -66,6 +76,9 @@ class _Lookup:
         self.outputs = {o.name for o in graph.output}
         self.inline = {t.name: t for t in graph.initializer}
         self.weights = weights
+        self.shapes = {v.name: v.type.tensor_type.shape
+                       for v in (*graph.value_info, *graph.input, *graph.output)
+                       if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")}
 
     def const(self, name: str) -> np.ndarray | None:
         if name in self.weights:
@@ -184,7 +197,8 @@ def _candidate(g: _Lookup, conv) -> dict | None:
     if total.max(initial=0) >= _EXACT:
         return None
     return {"x_dq": x_dq, "xs": xs, "xz": xz, "w": centred, "ws": ws, "bias": bias,
-            "quant": quant, "dropped": dropped}  # fmt: skip
+            "quant": quant, "dropped": dropped,
+            "types": (g.elem_type(x_dq.input[2]), g.elem_type(quant.input[2]))}  # fmt: skip
 
 
 def depthwise_as_float(graph, weights: Mapping[str, np.ndarray]) -> int:
@@ -195,20 +209,33 @@ def depthwise_as_float(graph, weights: Mapping[str, np.ndarray]) -> int:
     replace: dict[int, list] = {}
     removed: set[int] = set()
     added: list = []
+    shapes: list = []
+    compiled = dw_kernel.available()
     for conv in graph.node:
         found = _candidate(g, conv)
         if found is None:
             continue
         out = found["quant"].output[0]
         base = f"{out}__dw"
+        quant, x_dq = found["quant"], found["x_dq"]
+        ys = np.float32(g.const(quant.input[1]))
+        m = (np.float32(found["xs"]) * found["ws"].astype(np.float32).reshape(-1)) / ys
+        if compiled:
+            x_type, y_type = found["types"]
+            made = dw_kernel.nodes(conv, x_dq.input[0], x_type, int(found["xz"]), out, y_type,
+                                   int(np.asarray(g.const(quant.input[2])).reshape(-1)[0]),
+                                   found["w"], found["bias"], m, base, taken)  # fmt: skip
+            if made is not None:
+                replace[id(quant)], inits = made
+                added += inits
+                shapes += dw_kernel.shapes(g.shapes.get(conv.output[0]), base, out, y_type)
+                removed |= {id(conv), id(quant), *(id(a) for a in found["dropped"])}
+                continue
         names = [f"{base}_{k}" for k in ("x", "xs", "w", "b", "acc", "int", "m", "real", "one")]
         if any(n in taken for n in names):
             continue
         taken.update(names)
         x, xs_n, w_n, b_n, acc, integer, m_n, real, one = names
-        quant, x_dq = found["quant"], found["x_dq"]
-        ys = np.float32(g.const(quant.input[1]))
-        m = (np.float32(found["xs"]) * found["ws"].astype(np.float32).reshape(-1)) / ys
         added += [
             onnx.numpy_helper.from_array(np.array(1.0, np.float32), xs_n),
             onnx.numpy_helper.from_array(found["w"].astype(np.float32), w_n),
@@ -240,4 +267,6 @@ def depthwise_as_float(graph, weights: Mapping[str, np.ndarray]) -> int:
     if not replace:
         return 0
     graph_edit.apply(graph, replace, removed, added)
+    known = {v.name for v in graph.value_info}
+    graph.value_info.extend(v for v in shapes if v.name not in known)
     return len(replace)

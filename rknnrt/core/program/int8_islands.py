@@ -32,7 +32,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..lazy_imports import onnx
-from . import graph_edit
+from . import dw_kernel, graph_edit
 from .int8_depthwise import _EXACT, _RANGES, _attr, _dq, _Lookup, _quantize_after, _scalar
 
 _FLOAT, _INT32 = 1, 6  # onnx.TensorProto.FLOAT, INT32
@@ -48,6 +48,7 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray],
     model = onnx.load_model_from_string(bytes(graph))
     if not islands_as_integers(model.graph, weights, limit):
         return graph, set()
+    dw_kernel.import_domain(model)
     unused = graph_edit.drop_unused_weights(model, weights)
     return model.SerializeToString(), unused
 
@@ -183,9 +184,22 @@ def islands_as_integers(graph, weights: Mapping[str, np.ndarray], limit: float =
         return name
 
     removed: set[int] = set()
+    shapes: list = []
+    compiled = dw_kernel.available()
     for node in graph.node:
         found = _candidate(g, node)
         if found is None:
+            continue
+        made = _on_kernel(g, node, found, taken) if compiled else None
+        if made is not None:
+            nodes, inits, target, out, y_type = made
+            added += inits
+            replace[id(target)] = nodes
+            stored = found["stored"]
+            if stored:
+                removed |= {id(node), *(id(a) for a in stored[1])}
+            base = f"{out}__int"
+            shapes += dw_kernel.shapes(g.shapes.get(node.output[0]), base, out, y_type)
             continue
         ranges = parts(found["w"], found["bias"], found["reach"], found["group"], limit)
         if ranges is None:
@@ -206,7 +220,37 @@ def islands_as_integers(graph, weights: Mapping[str, np.ndarray], limit: float =
     if not replace:
         return 0
     graph_edit.apply(graph, replace, removed, added)
+    known = {v.name for v in graph.value_info}
+    graph.value_info.extend(v for v in shapes if v.name not in known)
     return len(replace)
+
+
+def _on_kernel(g: _Lookup, node, found: dict, taken: set[str]) -> tuple | None:
+    """A 2-D depthwise conv on the compiled kernel (core/program/dw_kernel.py): (nodes,
+    initializers, the node they replace, their output, its type), or None. Kept in float32
+    it is float32(acc) * m as the Conv -> Mul(m) chain gives; stored, it is requantised as
+    that chain's Mul(m / ys) -> QuantizeLinear(1, yz)."""
+    w = found["w"]
+    if node.op_type != "Conv" or w.ndim != 4 or w.shape[1] != 1 \
+            or found["group"] != w.shape[0]:  # fmt: skip
+        return None
+    x_type, xz = g.elem_type(found["xz"]), _scalar(g, found["xz"])
+    stored, m = found["stored"], found["m"]
+    if stored:
+        quant = stored[0]
+        yz = _scalar(g, quant.input[2])
+        y_type = g.elem_type(quant.input[2])
+        if yz is None or found["ys"] is None:
+            return None
+        m = (m / np.float32(found["ys"])).astype(np.float32)
+        target, out, zero = quant, quant.output[0], int(yz)
+    else:
+        target, out, y_type, zero = node, node.output[0], _FLOAT, 0
+    if xz is None:
+        return None
+    made = dw_kernel.nodes(node, found["x_dq"].input[0], x_type, int(xz), out, y_type, zero, w,
+                           found["bias"], m, f"{out}__int", taken)  # fmt: skip
+    return None if made is None else (*made, target, out, y_type)
 
 
 def _integer_nodes(node, found: dict, ranges: list[tuple[int, int]], base: str, fresh, const,

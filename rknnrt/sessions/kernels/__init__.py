@@ -1,0 +1,111 @@
+"""rknnrt's compiled onnxruntime kernels: a custom-op library in C (domain `DOMAIN`), built with
+the C compiler on first use and cached like librknnrt.so. dwconv.c: the op and its
+registration; dw_arith.c/.h: the arithmetic; ort_abi.h: the part of onnxruntime's C API used.
+
+The library holds int8 depthwise convolutions with per-channel weight zero points in NHWC
+(core/program/int8_depthwise.py emits them; dwconv.c says what they compute). It is built
+once per source, onnxruntime version and machine architecture, in `<cache>/kernels/<key>/`
+(the caller passes the cache folder: the runtime's is switches.cache_root(), never inside the
+source tree), written to a temporary file and renamed into place, so concurrent builders each
+install a whole file. Generic flags only (-O2; the AVX-512 and AVX2 paths are compiled per
+function and chosen at run time by cpuid), so one cached file suits every CPU of the
+architecture.
+
+`library(cache)` builds or finds it (KernelsUnavailable says why not: no compiler, a failed
+compile, an unwritable cache); `loaded()` is the library this process built or found, which
+factory.py registers (SessionOptions.register_custom_ops_library) for a graph that has a node
+of `DOMAIN`, and only then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+DOMAIN = "rknnrt.kernels"
+_HERE = Path(__file__).parent
+SOURCES = (_HERE / "dwconv.c", _HERE / "dw_arith.c")
+HEADERS = (_HERE / "dw_arith.h", _HERE / "ort_abi.h")
+LIBRARY = "librknnrt_kernels.so"
+FLAGS = ("-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-ffp-contract=off", "-std=gnu99")
+
+_lock = threading.Lock()
+_loaded: Path | None = None
+
+
+class KernelsUnavailable(RuntimeError):
+    """The library cannot be built or found here; the message says why."""
+
+
+def compiler() -> str | None:
+    """The C compiler: $CC, else the one Python was built with, else cc/gcc/clang on PATH
+    (the lookup of capi/build.py)."""
+    for choice in (os.environ.get("CC"), sysconfig.get_config_var("CC"), "cc", "gcc", "clang"):
+        if choice:
+            found = shutil.which(choice.split()[0])
+            if found:
+                return found
+    return None
+
+
+def fingerprint() -> str:
+    """The cache key: the C sources, the flags, onnxruntime's version, the architecture."""
+    import onnxruntime as ort
+
+    digest = hashlib.sha256()
+    for path in (*SOURCES, *HEADERS):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for part in (*FLAGS, ort.__version__, platform.machine()):
+        digest.update(b"\0" + part.encode())
+    return digest.hexdigest()[:16]
+
+
+def library_path(cache: Path) -> Path:
+    return Path(cache) / "kernels" / fingerprint() / LIBRARY
+
+
+def library(cache: Path) -> Path:
+    """The cached library under `cache`, built now if missing; raises KernelsUnavailable."""
+    global _loaded
+    target = library_path(cache)
+    with _lock:
+        if not target.exists():
+            _build(target)
+        _loaded = target
+    return target
+
+
+def loaded() -> Path | None:
+    """The library `library` last returned in this process, or None."""
+    return _loaded
+
+
+def _build(target: Path) -> None:
+    cc = compiler()
+    if cc is None:
+        raise KernelsUnavailable("no C compiler (install gcc or set CC)")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+            built = Path(tmp) / LIBRARY
+            command = [cc, *FLAGS, *map(str, SOURCES), "-o", str(built), "-lm"]
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0:
+                first = (done.stderr.strip().splitlines() or ["no message"])[0]
+                raise KernelsUnavailable(f"compiling {LIBRARY} failed: {first}")
+            os.replace(built, target)  # atomic: a reader sees no file or a whole one
+    except OSError as exc:
+        raise KernelsUnavailable(f"cannot write the kernel cache {target.parent}: {exc}") from None
+
+
+def uses_kernels(proto: Any) -> bool:
+    """Whether a ModelProto has a node of this library's domain."""
+    return any(node.domain == DOMAIN for node in proto.graph.node)
