@@ -125,3 +125,13 @@ def pooled_like(seed: int = 6, size: int = 32) -> onnx.ModelProto:
     up = b.node("Resize", [y, "", b.const(np.array([1, 1, 2, 2], np.float32))], mode="linear",
                 coordinate_transformation_mode="align_corners")  # fmt: skip
     return b.model(b.conv(up, 32, 8), [1, 3, size, size])
+
+
+def scaled_matmul_like(seed: int = 7, size: int = 16) -> onnx.ModelProto:
+    """A Conv's output scaled by a constant (a stored tensor) into a MatMul: onnxruntime's
+    MatMulScaleFusion would make the scale the MatMul's alpha, across the rounding."""
+    b = Builder(seed)
+    x = b.node("Relu", [b.conv("x", 3, 16, 3)])
+    y = b.node("Mul", [x, b.const(np.array(0.3, np.float32))])
+    w = b.rng.randn(size, 8).astype(np.float32) / size**0.5
+    return b.model(b.conv(b.node("MatMul", [y, b.const(w)]), 16, 4), [1, 3, size, size])

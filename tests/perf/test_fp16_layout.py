@@ -18,6 +18,7 @@ from .models import (
     inverted_residual_like,
     pooled_like,
     residual_like,
+    scaled_matmul_like,
     shufflenet_like,
 )
 
@@ -190,3 +191,16 @@ def test_pools_and_linear_resizes_read_their_rounded_input_plain(tmp_path, monke
             assert source.op_type == "Cast" and source.attribute[0].i == TensorProto.FLOAT
     blocked, plain = _blocked_and_plain(path, 32, monkeypatch)
     assert blocked == plain  # all four differed (6-12 values) with both blocked
+
+
+def test_a_fusion_across_a_rounding_leaves_that_pair_where_it_is(tmp_path, monkeypatch) -> None:
+    """Without its pair, a stored Mul by a constant is folded into the MatMul reading it (alpha
+    of a FusedMatMul, the rounding lost: 229-251 values of each output differed); the layout is
+    made again with that pair in place."""
+    path, program = _fp16_build(scaled_matmul_like(), tmp_path)
+    graph = _laid_out_graph(program)
+    ops = [n.op_type for n in graph.node]
+    assert "FusedMatMul" not in ops and ops.count("Mul") == 1 and ops.count("MatMul") == 1
+    assert "ReorderOutput" in ops  # the Conv's own rounding is still inside the blocked layout
+    blocked, plain = _blocked_and_plain(path, 16, monkeypatch)
+    assert blocked == plain
