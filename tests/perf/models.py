@@ -99,3 +99,39 @@ def hardswish_like(seed: int = 4, size: int = 16) -> onnx.ModelProto:
     model = b.model(b.conv(y, 24, 8), [1, 3, size, size])
     model.opset_import[0].version = 14
     return model
+
+
+def inverted_residual_like(seed: int = 5, size: int = 16) -> onnx.ModelProto:
+    """MobileNetV2's inverted residual twice: 1x1 Conv+Relu (96 channels), depthwise 3x3
+    Conv+Relu, 1x1 Conv (not stored) into an Add with the block's stored input. onnxruntime's
+    blocked layout would fuse such an Add into that Conv, which sums in another order."""
+    b = Builder(seed)
+    x = b.conv("x", 3, 32, 3)
+    for _ in range(2):
+        y = b.node("Relu", [b.conv(x, 32, 96)])
+        y = b.node("Relu", [b.conv(y, 96, 96, 3, group=96)])
+        x = b.node("Add", [x, b.conv(y, 96, 32)])
+    return b.model(b.conv(x, 32, 8), [1, 3, size, size])
+
+
+def pooled_like(seed: int = 6, size: int = 32) -> onnx.ModelProto:
+    """Stored tensors read by a GlobalAveragePool (an SE gate, 96 channels) and by a linear
+    Resize (align_corners, x2): onnxruntime's blocked kernels of both compute otherwise than
+    the plain ones."""
+    b = Builder(seed)
+    a = b.node("Relu", [b.conv("x", 3, 96, 3)])
+    gate = b.node("Sigmoid", [b.conv(b.node("GlobalAveragePool", [a]), 96, 96)])
+    y = b.conv(b.node("Mul", [a, gate]), 96, 32)
+    up = b.node("Resize", [y, "", b.const(np.array([1, 1, 2, 2], np.float32))], mode="linear",
+                coordinate_transformation_mode="align_corners")  # fmt: skip
+    return b.model(b.conv(up, 32, 8), [1, 3, size, size])
+
+
+def scaled_matmul_like(seed: int = 7, size: int = 16) -> onnx.ModelProto:
+    """A Conv's output scaled by a constant (a stored tensor) into a MatMul: onnxruntime's
+    MatMulScaleFusion would make the scale the MatMul's alpha, across the rounding."""
+    b = Builder(seed)
+    x = b.node("Relu", [b.conv("x", 3, 16, 3)])
+    y = b.node("Mul", [x, b.const(np.array(0.3, np.float32))])
+    w = b.rng.randn(size, 8).astype(np.float32) / size**0.5
+    return b.model(b.conv(b.node("MatMul", [y, b.const(w)]), 16, 4), [1, 3, size, size])

@@ -13,7 +13,14 @@ from rknnrt.core.program import fp16_layout, whole
 from rknnrt.lite import RKNNLite
 from rknnrt.toolkit import RKNN
 
-from .models import hardswish_like, residual_like, shufflenet_like
+from .models import (
+    hardswish_like,
+    inverted_residual_like,
+    pooled_like,
+    residual_like,
+    scaled_matmul_like,
+    shufflenet_like,
+)
 
 
 def _fp16_build(model: onnx.ModelProto, tmp_path) -> tuple[str, onnx.ModelProto]:
@@ -141,3 +148,59 @@ def test_a_rounded_hardswish_stays_fused_into_its_conv(tmp_path) -> None:
     # only the SE gate's HardSigmoid is left: its conv's output is a stored tensor
     assert [n.op_type for n in graph.node].count("HardSigmoid") == 1
     assert [n.op_type for n in graph.node].count("Mul") == 1
+
+
+def _laid_out_graph(program: onnx.ModelProto) -> onnx.GraphProto:
+    laid_out = fp16_layout.blocked_program(program.SerializeToString(), whole.open_program, None)
+    if laid_out is None:
+        pytest.skip("onnxruntime has no blocked (NCHWc) layout on this CPU: nothing to move")
+    return onnx.load_model_from_string(laid_out.graph).graph
+
+
+def _blocked_and_plain(path: str, size: int, monkeypatch) -> tuple[list[bytes], list[bytes]]:
+    monkeypatch.setenv("RKNNRT_LAYOUT_CACHE_MB", "0")
+    blocked = _infer(path, _inputs(size))
+    monkeypatch.setenv("RKNNRT_FP16_BLOCKED", "0")
+    return blocked, _infer(path, _inputs(size))
+
+
+def test_a_residual_add_is_not_fused_into_the_conv_beside_its_rounded_input(
+        tmp_path, monkeypatch) -> None:  # fmt: skip
+    """The toolkit's graph gives such an Add a Cast's plain output, which onnxruntime never
+    fuses across; a blocked Conv with the Add as its Sum input sums in another order (it was
+    so on MobileNetV3-small, MobileNetV2, EfficientNet-B0, ResNet-18, RegNetX, DeepLabV3)."""
+    path, program = _fp16_build(inverted_residual_like(6, 32), tmp_path)
+    graph = _laid_out_graph(program)
+    convs = [n for n in graph.node if n.op_type == "Conv"]
+    assert len(convs) == 8 and all(len(n.input) <= 3 for n in convs)  # no Sum input
+    assert [n.op_type for n in graph.node].count("Add") == 2
+    blocked, plain = _blocked_and_plain(path, 32, monkeypatch)
+    assert blocked == plain  # one of the four differed in 4 values with the Adds fused
+
+
+def test_pools_and_linear_resizes_read_their_rounded_input_plain(tmp_path, monkeypatch) -> None:
+    """A blocked GlobalAveragePool and a blocked (linear) Upsample compute otherwise than the
+    plain kernels the toolkit's graph gives a rounded tensor: their inputs keep their pairs."""
+    path, program = _fp16_build(pooled_like(), tmp_path)
+    graph = _laid_out_graph(program)
+    producer = {out: n for n in graph.node for out in n.output}
+    for node in graph.node:
+        if node.op_type in ("GlobalAveragePool", "Resize", "Upsample"):
+            assert node.domain == ""  # the plain kernel
+            source = producer[node.input[0]]
+            assert source.op_type == "Cast" and source.attribute[0].i == TensorProto.FLOAT
+    blocked, plain = _blocked_and_plain(path, 32, monkeypatch)
+    assert blocked == plain  # all four differed (6-12 values) with both blocked
+
+
+def test_a_fusion_across_a_rounding_leaves_that_pair_where_it_is(tmp_path, monkeypatch) -> None:
+    """Without its pair, a stored Mul by a constant is folded into the MatMul reading it (alpha
+    of a FusedMatMul, the rounding lost: 229-251 values of each output differed); the layout is
+    made again with that pair in place."""
+    path, program = _fp16_build(scaled_matmul_like(), tmp_path)
+    graph = _laid_out_graph(program)
+    ops = [n.op_type for n in graph.node]
+    assert "FusedMatMul" not in ops and ops.count("Mul") == 1 and ops.count("MatMul") == 1
+    assert "ReorderOutput" in ops  # the Conv's own rounding is still inside the blocked layout
+    blocked, plain = _blocked_and_plain(path, 16, monkeypatch)
+    assert blocked == plain

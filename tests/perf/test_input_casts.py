@@ -115,4 +115,29 @@ def test_inputs_set_uses_it_with_the_numpy_converted_result(dtype, tmp_path,
             assert np.ptp(want) > 0 and np.array_equal(got, want.astype(np.float32))
     finally:
         runtime.release()
-    assert used == ["quantize" if dtype == "int8" else "cast"] * 3
+    # a float16 program's output (1x5x40x40) is widened to float32 by onnxruntime too
+    assert used == (["quantize"] if dtype == "int8" else ["cast", "widen"]) * 3
+
+
+def test_float16_widening_is_numpys_bit_for_bit() -> None:
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    halves = every[~np.isnan(every)].reshape(1, -1)  # every float16 but the NaNs
+    assert input_casts.widen_fits(halves)
+    got = input_casts.to_float32(halves)
+    assert got.shape == halves.shape and got.dtype == np.float32
+    assert got.view(np.uint32).tobytes() == halves.astype(np.float32).view(np.uint32).tobytes()
+
+
+def test_nan_small_and_strided_float16_outputs_are_left_to_numpy() -> None:
+    values = np.random.RandomState(2).randn(8, 1000).astype(np.float16)
+    assert input_casts.widen_fits(values)
+    assert not input_casts.widen_fits(values[:, ::2])  # not C-contiguous
+    assert not input_casts.widen_fits(values[:4, :1000])  # 4000 < MIN_ELEMENTS
+    for nan in (0x7E00, 0x7C01, 0xFE00):  # quiet, signalling, negative
+        with_nan = values.copy()
+        with_nan.view(np.uint16)[3, 5] = nan
+        assert not input_casts.widen_fits(with_nan)
+    infinite = values.copy()
+    infinite[0, 0], infinite[1, 1] = np.inf, -np.inf
+    assert input_casts.widen_fits(infinite)
+    assert np.array_equal(input_casts.to_float32(infinite), infinite.astype(np.float32))

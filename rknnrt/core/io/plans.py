@@ -174,4 +174,6 @@ class OutputPlan:
         target = _FLOAT32 if want_float else self.dtype
         if result.dtype == target and result.flags.c_contiguous:  # the hot path: as it is
             return result
+        if target == _FLOAT32 and input_casts.widen_fits(result):  # a float16 output
+            return input_casts.to_float32(result)
         return conversions.output_as(result, self.spec, target.name)
