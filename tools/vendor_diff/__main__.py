@@ -26,9 +26,11 @@ VENDOR_SIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor_s
 
 
 def vendor_side(model: onnx.ModelProto, calib: list, test: list, vendor_python: str,
-                algorithm: str, method: str, values: bool = True) -> dict:  # fmt: skip
+                algorithm: str, method: str, values: bool = True,
+                analysis: bool = True) -> dict:  # fmt: skip
     """The vendor's per-tensor parameters, simulator outputs and (`values`) the int8 value of
-    every tensor its simulator rounds, on the test input (its own process and folder)."""
+    every tensor its simulator rounds, on the test input (its own process and folder); without
+    `analysis` only the simulator's outputs (no parameters, no dumps)."""
     with tempfile.TemporaryDirectory(prefix="vendor_diff_") as work:
         onnx.save(model, os.path.join(work, "model.onnx"))
         lines = []
@@ -47,11 +49,11 @@ def vendor_side(model: onnx.ModelProto, calib: list, test: list, vendor_python: 
         request = {"workdir": work, "platform": "rk3588", "algorithm": algorithm,
                    "method": method, "model": os.path.join(work, "model.onnx"),
                    "dataset": os.path.join(work, "dataset.txt"), "test_inputs": tests,
-                   "values": values}  # fmt: skip
+                   "values": values, "analysis": analysis}  # fmt: skip
         with open(os.path.join(work, "request.json"), "w") as f:
             json.dump(request, f)
         done = subprocess.run([vendor_python, VENDOR_SIDE, os.path.join(work, "request.json")],
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
+                              capture_output=True, text=True, timeout=3600)  # fmt: skip
         if done.returncode != 0:
             log = open(os.path.join(work, "vendor.log")).read()[-2000:] if os.path.exists(
                 os.path.join(work, "vendor.log")) else ""  # fmt: skip
