@@ -41,6 +41,7 @@ NETWORKS: dict[str, tuple[Callable[..., onnx.ModelProto], int, int]] = {
     "deeplabv3_mobilenetv2": (dense.deeplabv3_mobilenetv2, 513, 129),
     "deit_tiny": (dense.deit_tiny, 224, 64),
     "deit_tiny_split_ln": (partial(dense.deit_tiny, split_layernorm=True), 224, 64),
+    "deit_tiny_split_ln18": (partial(dense.deit_tiny, split_layernorm=True, opset=18), 224, 64),
     "ocr_recogniser": (_ocr, 320, 160),
 }
 
