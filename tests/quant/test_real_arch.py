@@ -269,3 +269,38 @@ def test_silu_read_by_several_tiled_convs_builds(tmp_path) -> None:
     x = rng.rand(1, 3, 8, 8).astype(np.float32)
     (got,), (want,) = _int8_outputs(model, calib, x, tmp_path)
     assert _cosine(got, want) > 0.999
+
+
+@pytest.mark.slow
+def test_score_outputs_are_the_heads_sigmoids() -> None:
+    """with_score_outputs adds the head's Sigmoids (not the SiLUs' halves), and their class
+    scores are those the one output carries beside the boxes."""
+    for name, count in (("yolov5s", 3), ("yolov8n", 1)):
+        model = catalog.build(name, test=True)
+        scored = catalog.with_score_outputs(name, model)
+        added = [o.name for o in scored.graph.output][1:]
+        assert len(added) == count and len(scored.graph.output) == len(model.graph.output) + count
+        _, x = catalog.test_data(name)
+        outs = ort.InferenceSession(scored.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, {"images": x})
+        np.testing.assert_array_equal(np.sort(catalog.head_scores(name, outs)),
+                                      np.sort(catalog.class_scores(name, outs[0]).ravel()))
+    assert catalog.class_scores("resnet18", np.zeros((1, 1000))) is None
+
+
+def test_vendor_error_line() -> None:
+    """The line recorded for a network the vendor cannot build: its `E` line, colours removed;
+    for a traceback, the exception's own line (the log's shape, rknn-toolkit2 2.5.0)."""
+    from tools.vendor_diff.__main__ import error_line
+
+    red = "\x1b[1;31m"
+    log = (f"I rknn-toolkit2 version: 2.5.0\n\x1b[1;33mW\x1b[0m load_onnx: mean_values\n"
+           f"{red}E\x1b[0m {red}build: Traceback (most recent call last):\n"
+           '  File "rknn/api/rknn_base.py", line 2066, in build\n'
+           "    sess = C.InferenceSession(...)\n"
+           "onnxruntime.InvalidGraph: [ONNXRuntimeError] : 10 : no opset for domain 'foo'\n"
+           f"\x1b[0m\n{red}E\x1b[0m {red}rknn-toolkit2 version: 2.5.0\x1b[0m\n")  # fmt: skip
+    assert error_line(log) == ("E build: onnxruntime.InvalidGraph: [ONNXRuntimeError] : 10 : "
+                               "no opset for domain 'foo'")  # fmt: skip
+    plain = f"{red}E\x1b[0m {red}load_onnx: The op Foo is not supported\x1b[0m\n"
+    assert error_line(plain) == "E load_onnx: The op Foo is not supported"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -57,8 +58,23 @@ def vendor_side(model: onnx.ModelProto, calib: list, test: list, vendor_python: 
         if done.returncode != 0:
             log = open(os.path.join(work, "vendor.log")).read()[-2000:] if os.path.exists(
                 os.path.join(work, "vendor.log")) else ""  # fmt: skip
-            raise RuntimeError(f"vendor build failed: {done.stderr[-2000:]}\n{log}")
+            raise RuntimeError(f"vendor build failed: {error_line(done.stderr + log)}\n"
+                               f"{done.stderr[-2000:]}\n{log}")  # fmt: skip
         return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def error_line(text: str) -> str:
+    """The vendor's first error line (`E <call>: <message>`, colours removed); where the message
+    is a traceback, `E <call>: ` and the exception's own line after it."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).rstrip() for line in text.splitlines()]
+    for k, line in enumerate(lines):
+        if not line.startswith("E ") or "rknn-toolkit2 version" in line:
+            continue
+        if not line.endswith("Traceback (most recent call last):"):
+            return line
+        exception = next((ln for ln in lines[k + 1:] if ln and not ln[0].isspace()), "")
+        return line[: -len("Traceback (most recent call last):")] + exception
+    return next((ln for ln in reversed(lines) if ln.strip()), "")[:300]
 
 
 def diff(model: onnx.ModelProto, vendor: dict, calib: list, test: list,

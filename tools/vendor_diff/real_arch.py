@@ -59,12 +59,6 @@ def rknnrt_outputs(model, calib: list, x: np.ndarray) -> list[np.ndarray]:
             runtime.release()
 
 
-def error_line(message: str) -> str:
-    """The vendor's own error line from a failed build's log (its last `E` line)."""
-    lines = [ln.strip() for ln in message.splitlines() if ln.strip().startswith("E ")]
-    return lines[-1] if lines else message.strip().splitlines()[-1][:300]
-
-
 def sides(model, calib: list, x: np.ndarray, vendor_python: str) -> dict:
     """Float32 reference, rknnrt's and the vendor's int8 outputs (or the vendor's error line)."""
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -75,7 +69,7 @@ def sides(model, calib: list, x: np.ndarray, vendor_python: str) -> dict:
         run["vendor"] = [np.asarray(v, np.float32).reshape(w.shape)
                          for v, w in zip(vendor["outputs"], run["float"])]  # fmt: skip
     except (RuntimeError, AssertionError) as e:
-        run["vendor_error"] = error_line(str(e))
+        run["vendor_error"] = str(e).splitlines()[0].removeprefix("vendor build failed: ")
     run["rknnrt"] = rknnrt_outputs(model, calib, x)
     return run
 
@@ -87,6 +81,8 @@ def measure(name: str, vendor_python: str, real: bool) -> dict:
     model = catalog.build(name, test=not real)
     run = sides(model, *catalog.test_data(name, test=not real), vendor_python)
     figures: dict = {k: run[k] for k in ("vendor_error",) if k in run}
+    if "vendor" in run:  # the two int8 programs against each other
+        figures["agreement"] = cosine(run["rknnrt"][0], run["vendor"][0])
     for side in ("rknnrt", "vendor"):
         if side in run:
             figures[side] = cosine(run[side][0], run["float"][0])
@@ -121,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         f = measure(name, args.vendor_python, args.real)
         nan = float("nan")
         print(f"{name:24s} rknnrt {f['rknnrt']:.6f}  vendor "
-              + (f"{f['vendor']:.6f}" if "vendor" in f else f"cannot build: {f['vendor_error']}")
+              + (f"{f['vendor']:.6f} (rknnrt vs vendor {f['agreement']:.6f})" if "vendor" in f
+                 else f"cannot build: {f['vendor_error']}")
               + (f"  class scores: rknnrt {f['rknnrt_class_scores']:.6f} vendor "
                  f"{f.get('vendor_class_scores', nan):.6f} (in the joint output: rknnrt "
                  f"{f['rknnrt_joint_scores']:.6f} vendor {f.get('vendor_joint_scores', nan):.6f})"
