@@ -47,14 +47,17 @@ def _attention(net: Net, x: str, heads: int) -> str:
     return net.linear(y, dim)
 
 
-def deit_tiny(size: int = 224, seed: int = 0, depth: int = 12,
-              split_layernorm: bool = False) -> onnx.ModelProto:  # fmt: skip
+def deit_tiny(size: int = 224, seed: int = 0, depth: int = 12, split_layernorm: bool = False,
+              opset: int | None = None, gelu: str = "gelu") -> onnx.ModelProto:  # fmt: skip
     """DeiT-tiny (ViT-Ti/16): patch conv, class token, position embedding, pre-norm blocks
     (LayerNorm, multi-head attention with MatMul/Softmax, GELU MLP). `split_layernorm`: each
-    LayerNorm as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add (opset 14, onnxslim's
-    and older exporters' form); otherwise one LayerNormalization op (opset 17)."""
+    LayerNorm as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add (opset 14 by default,
+    older exporters' form; at `opset` 18 the ReduceMeans' axes are an input, onnxslim's
+    form); otherwise one LayerNormalization op (opset 17). `gelu`: the erf form ("gelu") or
+    the tanh approximation ("gelu_tanh")."""
     name = "deit_tiny_split_ln" if split_layernorm else "deit_tiny"
-    net = Net(name, [1, 3, size, size], seed, opset=14 if split_layernorm else 17)
+    opset = opset or (14 if split_layernorm else 17)
+    net = Net(name, [1, 3, size, size], seed, opset=opset)
     dim, heads = 192, 3
     x = net.conv("images", dim, 16, 16, p=0)
     n, _, h, w = net.shape[x]
@@ -65,7 +68,7 @@ def deit_tiny(size: int = 224, seed: int = 0, depth: int = 12,
     x = net.add(x, pos)
     for _ in range(depth):
         x = net.add(x, _attention(net, net.layer_norm(x, split_layernorm), heads))
-        y = net.linear(net.linear(net.layer_norm(x, split_layernorm), 4 * dim, "gelu"), dim)
+        y = net.linear(net.linear(net.layer_norm(x, split_layernorm), 4 * dim, gelu), dim)
         x = net.add(x, y)
     x = net.layer_norm(x, split_layernorm)
     first = net.op("Gather", [x, net.const(np.array(0, np.int64))], [n, dim], axis=1)

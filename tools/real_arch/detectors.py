@@ -150,9 +150,8 @@ def yolo11n(size: int = 640, seed: int = 0) -> onnx.ModelProto:
     return _yolo_v8_like("yolo11n", size, seed, v11=True)
 
 
-def yolov5s(size: int = 640, seed: int = 0) -> onnx.ModelProto:
-    """YOLOv5s v6 (SiLU, C3, SPPF) with its anchor head: Sigmoid, grid and anchor decode."""
-    net = Net("yolov5s", [1, 3, size, size], seed)
+def _yolov5_body(net: Net, size: int) -> list[str]:
+    """YOLOv5 v6's backbone and neck at the s width (SiLU, C3, SPPF): the P3-P5 features."""
     x = net.conv(net.conv("images", 32, 6, 2, p=2, act="silu"), 64, 3, 2, act="silu")
     x = _c3(net, x, 64, 1, True)
     p3 = _c3(net, net.conv(x, 128, 3, 2, act="silu"), 128, 2, True)
@@ -164,6 +163,22 @@ def yolov5s(size: int = 640, seed: int = 0) -> onnx.ModelProto:
     out3 = _c3(net, net.concat([_up(net, h14), p3]), 128, 1, False)
     out4 = _c3(net, net.concat([net.conv(out3, 128, 3, 2, act="silu"), h14]), 256, 1, False)
     out5 = _c3(net, net.concat([net.conv(out4, 256, 3, 2, act="silu"), h10]), 512, 1, False)
+    return [out3, out4, out5]
+
+
+def yolov5su(size: int = 640, seed: int = 0) -> onnx.ModelProto:
+    """ultralytics YOLOv5su: YOLOv5s's body with the v8 DFL head. Its P5 feature (the last
+    C3's SiLU Mul, 512 channels) feeds two 3x3 convs whose reductions (4608) the vendor tiles
+    in two: the graph whose int8 build once failed on a duplicated Split output name."""
+    net = Net("yolov5su", [1, 3, size, size], seed)
+    net.output(_dfl_head(net, _yolov5_body(net, size), v11=False))
+    return net.model()
+
+
+def yolov5s(size: int = 640, seed: int = 0) -> onnx.ModelProto:
+    """YOLOv5s v6 (SiLU, C3, SPPF) with its anchor head: Sigmoid, grid and anchor decode."""
+    net = Net("yolov5s", [1, 3, size, size], seed)
+    out3, out4, out5 = _yolov5_body(net, size)
     anchors = [[10, 13, 16, 30, 33, 23], [30, 61, 62, 45, 59, 119], [116, 90, 156, 198, 373, 326]]
     rows = []
     for feat, anchor in zip([out3, out4, out5], anchors):

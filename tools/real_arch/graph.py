@@ -103,6 +103,23 @@ class Net:
             one = self.op("Add", [e, self.const(np.float32(1))], shape)
             return self.op("Mul", [self.op("Mul", [x, one], shape),
                                    self.const(np.float32(0.5))], shape)  # fmt: skip
+        if act == "gelu_half_first":  # x * 0.5 first, then times 1 + erf(x * (1 / sqrt 2))
+            # (the Python formula's order, the scaling as a Mul: onnxslim, tf2onnx)
+            half = self.op("Mul", [x, self.const(np.float32(0.5))], shape)
+            e = self.op("Erf", [self.op("Mul", [x, self.const(np.float32(0.5**0.5))], shape)],
+                        shape)  # fmt: skip
+            one = self.op("Add", [e, self.const(np.float32(1))], shape)
+            return self.op("Mul", [half, one], shape)
+        if act == "gelu_tanh":  # torch's approximate="tanh" below opset 20, HF's gelu_new:
+            # x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+            cube = self.op("Pow", [x, self.const(np.float32(3))], shape)
+            inner = self.op("Add", [x, self.op("Mul", [cube, self.const(np.float32(0.044715))],
+                                               shape)], shape)  # fmt: skip
+            t = self.op("Tanh", [self.op("Mul", [inner, self.const(np.float32((2 / np.pi) ** 0.5))],
+                                         shape)], shape)  # fmt: skip
+            half = self.op("Mul", [x, self.const(np.float32(0.5))], shape)
+            return self.op("Mul", [half, self.op("Add", [t, self.const(np.float32(1))], shape)],
+                           shape)  # fmt: skip
         raise ValueError(act)
 
     def binary(self, op: str, a: str, b: str) -> str:
@@ -189,10 +206,15 @@ class Net:
             return self.op("LayerNormalization", [x, gamma, beta], shape, axis=-1,
                            epsilon=1e-6)  # fmt: skip
         mean_shape = [*shape[:-1], 1]
-        mean = self.op("ReduceMean", [x], mean_shape, axes=[-1], keepdims=1)
-        centred = self.binary("Sub", x, mean)
-        square = self.op("Pow", [centred, self.const(np.float32(2))], shape)
-        var = self.op("ReduceMean", [square], mean_shape, axes=[-1], keepdims=1)
+
+        def mean(t: str) -> str:  # (opset 18: the axes are an input)
+            if self.opset >= 18:
+                return self.op("ReduceMean", [t, self.const(np.array([-1], np.int64), "axes")],
+                               mean_shape, keepdims=1)  # fmt: skip
+            return self.op("ReduceMean", [t], mean_shape, axes=[-1], keepdims=1)
+
+        centred = self.binary("Sub", x, mean(x))
+        var = mean(self.op("Pow", [centred, self.const(np.float32(2))], shape))
         eps = self.const(np.float32(1e-6))
         std = self.op("Sqrt", [self.add(var, eps)], mean_shape)
         return self.add(self.mul(self.binary("Div", centred, std), gamma), beta)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,9 +27,11 @@ VENDOR_SIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor_s
 
 
 def vendor_side(model: onnx.ModelProto, calib: list, test: list, vendor_python: str,
-                algorithm: str, method: str, values: bool = True) -> dict:  # fmt: skip
+                algorithm: str, method: str, values: bool = True,
+                analysis: bool = True) -> dict:  # fmt: skip
     """The vendor's per-tensor parameters, simulator outputs and (`values`) the int8 value of
-    every tensor its simulator rounds, on the test input (its own process and folder)."""
+    every tensor its simulator rounds, on the test input (its own process and folder); without
+    `analysis` only the simulator's outputs (no parameters, no dumps)."""
     with tempfile.TemporaryDirectory(prefix="vendor_diff_") as work:
         onnx.save(model, os.path.join(work, "model.onnx"))
         lines = []
@@ -47,16 +50,31 @@ def vendor_side(model: onnx.ModelProto, calib: list, test: list, vendor_python: 
         request = {"workdir": work, "platform": "rk3588", "algorithm": algorithm,
                    "method": method, "model": os.path.join(work, "model.onnx"),
                    "dataset": os.path.join(work, "dataset.txt"), "test_inputs": tests,
-                   "values": values}  # fmt: skip
+                   "values": values, "analysis": analysis}  # fmt: skip
         with open(os.path.join(work, "request.json"), "w") as f:
             json.dump(request, f)
         done = subprocess.run([vendor_python, VENDOR_SIDE, os.path.join(work, "request.json")],
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
+                              capture_output=True, text=True, timeout=3600)  # fmt: skip
         if done.returncode != 0:
             log = open(os.path.join(work, "vendor.log")).read()[-2000:] if os.path.exists(
                 os.path.join(work, "vendor.log")) else ""  # fmt: skip
-            raise RuntimeError(f"vendor build failed: {done.stderr[-2000:]}\n{log}")
+            raise RuntimeError(f"vendor build failed: {error_line(done.stderr + log)}\n"
+                               f"{done.stderr[-2000:]}\n{log}")  # fmt: skip
         return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def error_line(text: str) -> str:
+    """The vendor's first error line (`E <call>: <message>`, colours removed); where the message
+    is a traceback, `E <call>: ` and the exception's own line after it."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).rstrip() for line in text.splitlines()]
+    for k, line in enumerate(lines):
+        if not line.startswith("E ") or "rknn-toolkit2 version" in line:
+            continue
+        if not line.endswith("Traceback (most recent call last):"):
+            return line
+        exception = next((ln for ln in lines[k + 1:] if ln and not ln[0].isspace()), "")
+        return line[: -len("Traceback (most recent call last):")] + exception
+    return next((ln for ln in reversed(lines) if ln.strip()), "")[:300]
 
 
 def diff(model: onnx.ModelProto, vendor: dict, calib: list, test: list,

@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "vendor"))
 sys.path.insert(0, HERE)  # (probes.py: run as a script, no package)
 import make_arch_fixtures as maf  # noqa: E402
 import make_fixtures as mf  # noqa: E402
+from snapshot import dump_files, on_grid  # noqa: E402
 
 
 def dump(stem: str, out_dir: str, model=None, export: bool = False) -> None:
@@ -84,25 +85,18 @@ def dump(stem: str, out_dir: str, model=None, export: bool = False) -> None:
             assert rknn.accuracy_analysis(inputs=lines[0].split(" "), output_dir="snap") == 0
             rknn.release()
         params = YAML(typ="safe").load(open(cfg))["quantize_parameters"]
-        files = {}
-        with open(os.path.join("snap", "map_name_to_file.txt")) as f:
-            for line in f.read().splitlines()[2:]:
-                if len(line.split()) == 2:
-                    files[line.split()[0]] = line.split()[1][: -len(".txt")] + ".npy"
+        files = dump_files("snap")
         meta, arrays = {}, {}
         for tensor, p in params.items():
             if not p.get("scale"):
                 continue
             scale, zp = float(p["scale"][0]), int(p["zero_point"][0])
             entry = {"scale": scale, "zp": zp}
-            path = os.path.join("snap", "simulator", "npy", files.get(tensor, "-"))
-            if os.path.exists(path):
-                grid = np.load(path).astype(np.float64) / scale + zp
-                # (the half-to-even rule is written out here: no rknnrt in this environment)
-                entry["rounded"] = bool(np.abs(grid - np.round(grid)).max() < 1e-3)
-                entry["shape"] = list(grid.shape)
+            if tensor in files and os.path.exists(files[tensor]):
+                entry["rounded"], q = on_grid(files[tensor], scale, zp)
+                entry["shape"] = list(q.shape)
                 if entry["rounded"]:
-                    arrays[f"q/{tensor}"] = np.clip(np.round(grid), -128, 127).astype(np.int8)
+                    arrays[f"q/{tensor}"] = q
             meta[tensor] = entry
         header = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), np.uint8)
         np.savez_compressed(os.path.join(out_dir, f"{stem}.npz"), meta=header, **arrays)
