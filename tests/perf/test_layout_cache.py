@@ -147,3 +147,23 @@ def test_a_zero_bound_or_an_entry_over_it_writes_nothing(tmp_path, cache, layout
     monkeypatch.setenv("RKNNRT_LAYOUT_CACHE_MB", "1")
     layout_cache.store("z" * 64, fp16_layout.Blocked(b"g", np.zeros(2 << 20, np.uint8)))
     assert not _entries(cache)
+
+
+def test_the_cache_write_begins_after_the_program_session_is_built(
+        tmp_path, cache, layouts, monkeypatch) -> None:  # fmt: skip
+    """The first init's cache write (100 MB on ResNet-50 fp16) does not run while that init
+    builds the program's session."""
+    from rknnrt.core.program import whole
+
+    events: list[str] = []
+    opened, stored = whole.open_program, layout_cache.store_later
+    monkeypatch.setattr(whole, "open_program",
+                        lambda g, **s: events.append(f"open optimise={s.get('optimise')}")
+                        or opened(g, **s))  # fmt: skip
+    monkeypatch.setattr(layout_cache, "store_later",
+                        lambda *a: events.append("store") or stored(*a))  # fmt: skip
+    _infer(_model(tmp_path))
+    if not layouts[0]:
+        pytest.skip("onnxruntime has no blocked layout on this CPU")
+    assert events == ["open optimise=True", "open optimise=False", "store"]
+    assert len(_entries(cache)) == 1
