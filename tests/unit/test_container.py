@@ -127,7 +127,8 @@ def test_metadata_json_is_that_of_asdict() -> None:
 
     meta = ModelMeta(
         target_platform="rk3588",
-        inputs=[TensorSpec("x", [1, 3, 4, 4], "float32", "NCHW", mean=[0.5, 1.0], std=[2.0])],
+        inputs=[TensorSpec("x", [1, 3, 4, 4], "float32", "NCHW", mean=[0.5, 1.0, 0.0],
+                           std=[2.0, 1.0, 4.0])],
         outputs=[TensorSpec("y", [1, 8], "int8", "UNDEFINED", "AFFINE", -3, 0.25)],
         weights=[WeightSpec("w", "float16", [8, 3], 64, 48)],
         memory=MemoryPlan(112, 256, [PlannedTensor("t", 0, 128)]),
