@@ -333,3 +333,28 @@ def test_zero_copy_only_platform_and_device_mem_info(make_ctx, convert, default_
     assert rk.rknn_run(ctx, None) == 0
     np.testing.assert_allclose(view(omem, np.float32), reference(image)[0], rtol=1e-4, atol=1e-6)
     assert not rk.rknn_create_mem_from_fd(ctx, imem.contents.fd, None, 16, 0)  # not on RK2118
+
+
+def test_a_buffer_filled_through_its_descriptor_holds_the_bytes(monkeypatch) -> None:
+    """Buffer.fill (the weights at rknn_init): our memfd is written through the descriptor,
+    which its mapping then reads; a buffer with a separate device view gets both copies."""
+    from rknnrt.core.io import memory
+
+    data = np.random.default_rng(5).integers(0, 256, 3 * mmap.PAGESIZE + 17, np.uint8)
+    writes: list[int] = []
+    pwrite = os.pwrite
+    monkeypatch.setattr(memory.os, "pwrite", lambda *a: writes.append(a[2]) or pwrite(*a))
+    buf = memory.Buffer(data.size + 5, cacheable=False)
+    buf.fill(memoryview(data))
+    assert writes and writes[0] == 0  # through the descriptor, not the mapping
+    assert buf.cpu[: data.size].tobytes() == data.tobytes() and not buf.cpu[data.size :].any()
+    with open(f"/proc/self/fd/{buf.fd}", "rb") as f:
+        assert f.read(data.size) == data.tobytes()
+    monkeypatch.setenv("RKNNRT_CACHE_MODEL", "1")
+    two = memory.Buffer(data.size, cacheable=True)
+    assert two.two_views
+    two.fill(memoryview(data))
+    assert two.cpu.tobytes() == two.device.tobytes() == data.tobytes()
+    with pytest.raises(ValueError):
+        buf.fill(memoryview(np.zeros(data.size + 6, np.uint8)))
+    buf.free()

@@ -175,3 +175,53 @@ def test_max_pools_on_the_grid_read_the_integers(signed) -> None:
 def test_a_max_pool_requantised_to_another_grid_is_kept() -> None:
     model = _pool_model(0.02)
     assert fast_graph.pools_on_the_grid(model.graph) == 0
+
+
+def _rounding_model() -> onnx.ModelProto:
+    """x (float32) -> Relu -> a rounding pair (kept: Relu computes) -> Reshape -> Transpose
+    -> a pair (dropped) -> Concat with a rounded Neg (pair kept) and with itself -> a pair
+    (dropped: Concat of rounded values) -> another pair right after (dropped) -> Sigmoid;
+    an fp16 graph input y cast up, reshaped and rounded (dropped); a pair on a graph output's
+    value (kept)."""
+    h = onnx.helper
+    f, f16 = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16
+
+    def pair(src: str, name: str) -> list:
+        return [h.make_node("Cast", [src], [f"{name}_h"], to=f16),
+                h.make_node("Cast", [f"{name}_h"], [name], to=f)]
+
+    inits = [numpy_helper.from_array(np.array([1, 4, 2, 3], np.int64), "shape")]
+    nodes = [h.make_node("Relu", ["x"], ["a"]), *pair("a", "a_r"),
+             h.make_node("Reshape", ["a_r", "shape"], ["b"]),
+             h.make_node("Transpose", ["b"], ["c"], perm=[0, 1, 3, 2]), *pair("c", "c_r"),
+             h.make_node("Neg", ["c_r"], ["n"]), *pair("n", "n_r"),
+             h.make_node("Concat", ["c_r", "n_r", "c_r"], ["d"], axis=1), *pair("d", "d_r"),
+             *pair("d_r", "d_rr"), h.make_node("Sigmoid", ["d_rr"], ["s"]), *pair("s", "out"),
+             h.make_node("Cast", ["y"], ["y_f"], to=f),
+             h.make_node("Reshape", ["y_f", "shape"], ["y_s"]), *pair("y_s", "y_r"),
+             h.make_node("Add", ["y_r", "b"], ["sum"])]  # fmt: skip
+    graph = h.make_graph(nodes, "roundings",
+                         [h.make_tensor_value_info("x", f, [1, 4, 3, 2]),
+                          h.make_tensor_value_info("y", f16, [1, 4, 3, 2])],
+                         [h.make_tensor_value_info("out", f, None),
+                          h.make_tensor_value_info("sum", f, None)], inits)  # fmt: skip
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+
+
+def test_roundings_of_float16_values_are_dropped_with_identical_outputs() -> None:
+    model = _rounding_model()
+    fast = onnx.load_model_from_string(fast_graph.rewrite(model.SerializeToString()))
+    casts = [n.output[0] for n in fast.graph.node if n.op_type == "Cast"]
+    # kept: the roundings after Relu, Neg and Sigmoid (a graph output) and y's own Cast
+    assert sorted(casts) == sorted(["a_r_h", "a_r", "n_r_h", "n_r", "out_h", "out", "y_f"])
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((1, 4, 3, 2)) * 3e4).astype(np.float32)  # beyond float16's range
+    x.flat[:4] = [np.inf, -np.inf, np.nan, -0.0]
+    y = rng.standard_normal((1, 4, 3, 2)).astype(np.float16)
+    y.flat[:2] = [np.nan, np.inf]
+    runs = []
+    for graph in (model, fast):
+        session = ort.InferenceSession(graph.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])  # fmt: skip
+        runs.append([o.tobytes() for o in session.run(None, {"x": x, "y": y})])
+    assert runs[0] == runs[1]

@@ -204,3 +204,83 @@ def test_a_fusion_across_a_rounding_leaves_that_pair_where_it_is(tmp_path, monke
     assert "ReorderOutput" in ops  # the Conv's own rounding is still inside the blocked layout
     blocked, plain = _blocked_and_plain(path, 16, monkeypatch)
     assert blocked == plain
+
+
+def _sessions(monkeypatch) -> list[dict]:
+    """The settings of every program session opened (whole.open_program), in order."""
+    opened: list[dict] = []
+    original = whole.open_program
+
+    def record(graph, **settings):
+        opened.append(settings)
+        return original(graph, **settings)
+
+    monkeypatch.setattr(whole, "open_program", record)
+    return opened
+
+
+def test_the_laid_out_program_reads_its_constants_in_place(tmp_path, monkeypatch) -> None:
+    """The session of a laid-out program is given its constants as views of the laid-out data
+    (no in-memory file, which onnxruntime copies whole), with the same bits."""
+    monkeypatch.setenv("RKNNRT_LAYOUT_CACHE_MB", "0")
+    path, _ = _fp16_build(residual_like(), tmp_path)
+    laid: list = []
+    original = fp16_layout.blocked_program
+    monkeypatch.setattr(fp16_layout, "blocked_program",
+                        lambda *a: laid.append(original(*a)) or laid[-1])  # fmt: skip
+    opened = _sessions(monkeypatch)
+    got = _infer(path, _inputs(16))
+    if laid[0] is None:
+        pytest.skip("onnxruntime has no blocked (NCHWc) layout on this CPU")
+    final = opened[-1]
+    assert final["optimise"] is False and final.get("files_in_memory") is None
+    names, values = final["initializers"]
+    graph = onnx.load_model_from_string(laid[0].graph).graph
+    external = {t.name for t in graph.initializer if t.data_location == TensorProto.EXTERNAL}
+    assert set(names) == external and len(names) >= 5  # every external constant, no other
+    data = laid[0].data
+    start = data.__array_interface__["data"][0]
+    for value in values:  # OrtValues over the mapped data itself
+        assert start <= value.data_ptr() < start + data.size
+    monkeypatch.setattr(fp16_layout, "constants", lambda blocked: None)  # the in-memory file
+    assert _infer(path, _inputs(16)) == got
+    assert opened[-1].get("files_in_memory") is not None
+
+
+def test_the_layout_session_packs_no_weights_and_lays_out_the_same(tmp_path) -> None:
+    """The session that lays the program out is never run: it does not pre-pack weights, and
+    the laid-out graph (its operators; onnxruntime numbers the names it makes process-wide),
+    constants and results are those it lays out with packing on."""
+    _, program = _fp16_build(residual_like(), tmp_path)
+    graph = program.SerializeToString()
+    configs: list[dict] = []
+
+    def opener(packing: bool):
+        def open_program(g, **settings):
+            config = dict(settings.get("config") or {})
+            if packing:
+                config.pop("session.disable_prepacking")
+            configs.append(config)
+            return whole.open_program(g, **{**settings, "config": config})
+        return open_program
+
+    unpacked = fp16_layout.blocked_program(graph, opener(False), None)
+    packed = fp16_layout.blocked_program(graph, opener(True), None)
+    assert configs[0]["session.disable_prepacking"] == "1"
+    if unpacked is None:
+        pytest.skip("onnxruntime has no blocked (NCHWc) layout on this CPU")
+
+    def ops(laid_out: bytes) -> list[tuple]:
+        graph = onnx.load_model_from_string(laid_out).graph
+        return [(n.op_type, n.domain, [a.SerializeToString() for a in n.attribute])
+                for n in graph.node]  # fmt: skip
+
+    def run(laid_out) -> list[bytes]:
+        session = whole.open_program(laid_out.graph, optimise=False, files_in_memory=(
+            [fp16_layout.DATA_FILE], [laid_out.data], [laid_out.data.size]))  # fmt: skip
+        return [session.run(None, {"x": x.astype(np.float16)})[0].tobytes()
+                for x in _inputs(16)]  # fmt: skip
+
+    assert ops(unpacked.graph) == ops(packed.graph)
+    assert unpacked.data.tobytes() == packed.data.tobytes() and unpacked.data.size > 0
+    assert run(unpacked) == run(packed)

@@ -147,3 +147,49 @@ def test_a_zero_bound_or_an_entry_over_it_writes_nothing(tmp_path, cache, layout
     monkeypatch.setenv("RKNNRT_LAYOUT_CACHE_MB", "1")
     layout_cache.store("z" * 64, fp16_layout.Blocked(b"g", np.zeros(2 << 20, np.uint8)))
     assert not _entries(cache)
+
+
+def test_the_cache_write_begins_after_the_program_session_is_built(
+        tmp_path, cache, layouts, monkeypatch) -> None:  # fmt: skip
+    """The first init's cache write (100 MB on ResNet-50 fp16) does not run while that init
+    builds the program's session."""
+    from rknnrt.core.program import whole
+
+    events: list[str] = []
+    opened, stored = whole.open_program, layout_cache.store_later
+    monkeypatch.setattr(whole, "open_program",
+                        lambda g, **s: events.append(f"open optimise={s.get('optimise')}")
+                        or opened(g, **s))  # fmt: skip
+    monkeypatch.setattr(layout_cache, "store_later",
+                        lambda *a: events.append("store") or stored(*a))  # fmt: skip
+    _infer(_model(tmp_path))
+    if not layouts[0]:
+        pytest.skip("onnxruntime has no blocked layout on this CPU")
+    assert events == ["open optimise=True", "open optimise=False", "store"]
+    assert len(_entries(cache)) == 1
+
+
+def test_the_key_hashes_every_weight_byte_in_its_place(monkeypatch) -> None:
+    """The weights are hashed in two halves on two threads: a byte changed in either half, or
+    two weights exchanged, gives another key; the same weights give the same key."""
+    import threading
+
+    rng = np.random.default_rng(4)
+    values = [rng.standard_normal(n).astype(np.float16) for n in (3, 5000, 7000, 2)]
+    names = ["a", "b", "c", "d"]
+    base = layout_cache.key(b"g", names, values)
+    assert layout_cache.key(b"g", names, [v.copy() for v in values]) == base
+    for k in range(4):
+        changed = [v.copy() for v in values]
+        changed[k].view(np.uint16)[-1] ^= 1
+        assert layout_cache.key(b"g", names, changed) != base
+    swapped = [values[0], values[2][:5000], np.concatenate([values[1], values[2][5000:]]),
+               values[3]]  # the same bytes in the same order, cut elsewhere
+    assert layout_cache.key(b"g", names, swapped) != base
+    threads: set[str] = set()
+    digest = layout_cache._bytes_digest
+    monkeypatch.setattr(layout_cache, "_bytes_digest",
+                        lambda arrays: threads.add(threading.current_thread().name)
+                        or digest(arrays))  # fmt: skip
+    assert layout_cache.key(b"g", names, values) == base
+    assert threads and threading.current_thread().name not in threads  # off the caller

@@ -115,3 +115,25 @@ def test_meta_validation(mutate, pattern: str) -> None:
 def test_meta_not_json() -> None:
     with pytest.raises(container.ModelFormatError, match="not valid JSON"):
         ModelMeta.from_json(b"\xff\xfe", weights_size=0)
+
+
+def test_metadata_json_is_that_of_asdict() -> None:
+    """ModelMeta.to_json walks its dataclasses without dataclasses.asdict's deep copies: the
+    same JSON, every field kind included."""
+    import dataclasses
+    import json
+
+    from rknnrt.model.meta import MemoryPlan, ModelMeta, PlannedTensor, TensorSpec, WeightSpec
+
+    meta = ModelMeta(
+        target_platform="rk3588",
+        inputs=[TensorSpec("x", [1, 3, 4, 4], "float32", "NCHW", mean=[0.5, 1.0, 0.0],
+                           std=[2.0, 1.0, 4.0])],
+        outputs=[TensorSpec("y", [1, 8], "int8", "UNDEFINED", "AFFINE", -3, 0.25)],
+        weights=[WeightSpec("w", "float16", [8, 3], 64, 48)],
+        memory=MemoryPlan(112, 256, [PlannedTensor("t", 0, 128)]),
+        float_dtype="int8", custom_string="c", input_shape_sets=[[[1, 3, 4, 4]]],
+        output_shape_sets=[[[1, 8]]])  # fmt: skip
+    want = json.dumps(dataclasses.asdict(meta), separators=(",", ":"), sort_keys=True).encode()
+    assert meta.to_json() == want
+    assert ModelMeta.from_json(want, 112) == meta

@@ -83,7 +83,7 @@ class Weights:
             self.array = np.frombuffer(section, np.uint8)
         else:
             self._weight_buffer = Buffer(meta.memory.weight_size, cacheable=False)
-            np.copyto(self._weight_buffer.cpu, np.frombuffer(section, np.uint8))
+            self._weight_buffer.fill(section)
             self.array = self._weight_buffer.cpu
         self.model.release_weights_section()
         self._reserve_sram()

@@ -18,6 +18,12 @@ only when the DequantizeLinear has no other reader; YOLO's SPPF also concatenate
 input, so its three 5x5 pools ran in float32 on dequantised maps (about 5 % of YOLOv8n's int8
 time). The maximum of the integers is the integer of the maximum (dequantisation is monotone,
 and a value of the grid quantises back to itself), so the pool reads the integers directly.
+
+A float16 rounding (Cast to float16 and back) of a value that is already a float16 value: a
+vendor file's program rounds every stored tensor, also the output of a Reshape, Transpose or
+Concat of rounded tensors, which moves values without computing any (a transformer's layer:
+9 of its 20 pairs). Such a pair gives back its input bit for bit, so its reader reads the
+input.
 """
 
 from __future__ import annotations
@@ -31,13 +37,14 @@ _SHUFFLE_PERM = [0, 2, 1, 3, 4]
 
 
 def rewrite(graph: bytes) -> bytes:
-    """`graph` with its channel shuffles as Gathers and its int8 max pools on the integers;
-    the same bytes when there is neither."""
-    if b"Transpose" not in graph and b"MaxPool" not in graph:  # nothing to rewrite
-        return graph
+    """`graph` with its channel shuffles as Gathers, its int8 max pools on the integers and
+    its float16 roundings of float16 values dropped; the same bytes when there is none."""
+    if b"Transpose" not in graph and b"MaxPool" not in graph and b"Cast" not in graph:
+        return graph  # nothing to rewrite
     model = onnx.load_model_from_string(bytes(graph))
     changed = channel_shuffles_as_gathers(model.graph)
     changed += pools_on_the_grid(model.graph)
+    changed += roundings_of_rounded_values(model.graph)
     if not changed:
         return graph
     return model.SerializeToString()
@@ -204,3 +211,58 @@ def channel_shuffles_as_gathers(graph) -> int:
         return 0
     graph_edit.set_nodes(graph, graph_edit.splice(graph, replacement, removed))
     return len(replacement)
+
+
+_FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
+# Ops whose outputs hold only values of their data inputs (which inputs: None = all).
+_MOVES = {"Reshape": (0,), "Transpose": None, "Flatten": None, "Squeeze": (0,),
+          "Unsqueeze": (0,), "Identity": None, "Concat": None, "Slice": (0,), "Split": (0,),
+          "Gather": (0,), "Expand": (0,), "Tile": (0,), "DepthToSpace": None,
+          "SpaceToDepth": None}  # fmt: skip
+
+
+def _cast_to(node) -> int | None:
+    if node.op_type != "Cast" or node.domain not in ("", "ai.onnx"):
+        return None
+    return next((a.i for a in node.attribute if a.name == "to"), None)
+
+
+def roundings_of_rounded_values(graph) -> int:
+    """Drop each Cast pair (float32 -> float16 -> float32) whose input already holds float16
+    values (module doc); its reader reads the input. Returns how many were dropped."""
+    halves = {t.name for t in graph.initializer if t.data_type == _FLOAT16}
+    halves |= {i.name for i in graph.input if i.type.tensor_type.elem_type == _FLOAT16}
+    exact: set[str] = set()  # float32 values that are float16 values
+    for node in graph.node:
+        to = _cast_to(node)
+        if to == _FLOAT16:
+            halves.update(node.output)
+        elif to == _FLOAT and node.input[0] in halves:
+            exact.update(node.output)
+        elif node.op_type in _MOVES and not node.domain:
+            data = _MOVES[node.op_type]
+            inputs = [n for k, n in enumerate(node.input) if data is None or k in data]
+            if inputs and all(n in exact for n in inputs):
+                exact.update(node.output)
+    g = _Graph(graph)
+    back: dict[str, str] = {}
+    removed: set[int] = set()
+    for node in graph.node:
+        if _cast_to(node) != _FLOAT16 or node.input[0] not in exact:
+            continue
+        second = g.only_reader(node.output[0])
+        if second is None or _cast_to(second) != _FLOAT or second.output[0] in g.outputs:
+            continue
+        back[second.output[0]] = node.input[0]
+        removed |= {id(node), id(second)}
+    if not back:
+        return 0
+    for name in back:  # a pair after a dropped pair: its input is the first one's
+        while back[name] in back:
+            back[name] = back[back[name]]
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            if name in back:
+                node.input[k] = back[name]
+    graph_edit.set_nodes(graph, graph_edit.splice(graph, {}, removed))
+    return len(back)

@@ -7,6 +7,7 @@ onnxruntime sessions are safe to run from several threads, and the weights are n
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -135,17 +136,15 @@ class Program:
             if in_place:
                 self.session = open_program(_weights_as_inputs(graph))
             else:
-                blocked = _fp16_blocked(meta, graph, names, values)
+                blocked, keep = _fp16_blocked(meta, graph, names, values)
                 if blocked is not None:  # laid out, weights included: run as it is
-                    self._laid_out = blocked  # its data (a mapped file) is read at the build
-                    data = blocked.data
-                    self.session = open_program(
-                        blocked.graph, optimise=False,
-                        files_in_memory=([fp16_layout.DATA_FILE], [data], [data.size])
-                        if data.size else None)  # fmt: skip
+                    self.session = _open_laid_out(blocked)
+                    self._laid_out = blocked  # its data (a mapped file) is read in place
                 else:
                     self.session = open_program(graph, initializers=(
                         names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values]))
+                if keep is not None:  # the cache write begins once the session is built
+                    keep()
         except Exception as exc:  # onnx and onnxruntime raise several types for a bad graph
             raise RknnError(MODEL_INVALID, f"the model's graph cannot be loaded: {exc}") from None
         self._keep = weights  # the program reads these bytes (in place, or once at load)
@@ -166,30 +165,46 @@ class Program:
             )
 
 
-def _fp16_blocked(meta: ModelMeta, graph: bytes, names: list[str],
-                  values: list[np.ndarray]) -> fp16_layout.Blocked | None:  # fmt: skip
+def _open_laid_out(blocked: fp16_layout.Blocked) -> Any:
+    """The session of a laid-out program, unoptimised, reading its constants where they lie
+    (views of the mapped data); the data as an in-memory file where they do not decode."""
+    data = blocked.data
+    found = fp16_layout.constants(blocked) if data.size else None
+    if found is not None:
+        names, arrays = found
+        return open_program(blocked.graph, optimise=False, initializers=(
+            names, [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays]))  # fmt: skip
+    return open_program(blocked.graph, optimise=False,
+                        files_in_memory=([fp16_layout.DATA_FILE], [data], [data.size])
+                        if data.size else None)  # fmt: skip
+
+
+def _fp16_blocked(meta: ModelMeta, graph: bytes, names: list[str], values: list[np.ndarray]
+                  ) -> tuple[fp16_layout.Blocked | None, Callable[[], None] | None]:  # fmt: skip
     """core/program/fp16_layout's graph for a float16 program (the metadata's kind: not an int8
     one, whose float16 islands keep their place; RKNNRT_FP16_BLOCKED=0: never); None keeps
     `graph`, also where onnxruntime cannot lay it out (that failure is the plain session's to
     report, with the plain graph). Laid out once per program and CPU: later inits read it from
-    core/program/layout_cache (RKNNRT_LAYOUT_CACHE_MB=0: laid out at every init)."""
+    core/program/layout_cache (RKNNRT_LAYOUT_CACHE_MB=0: laid out at every init). The second
+    value, where not None, starts the cache's write: the caller calls it once its session is
+    built (the write's 100 MB then do not compete with that build, ResNet-50 fp16)."""
     if not switches.fp16_blocked() or meta.float_dtype == "int8":
-        return None
+        return None, None
     if not fp16_layout.may_lay_out(graph):  # before the cache key's hashing
-        return None
+        return None, None
     cache_key = layout_cache.key(graph, names, values) if switches.layout_cache_bytes() else ""
     if cache_key:
         found, blocked = layout_cache.load(cache_key)
         if found:
-            return blocked
+            return blocked, None
     try:
         blocked = fp16_layout.blocked_program(
             graph, open_program, (names, [ort.OrtValue.ortvalue_from_numpy(v) for v in values]))
     except Exception:  # onnx and onnxruntime raise several types; the plain path decides
-        return None  # not kept: the plain session reports the graph's fault at each init
-    if cache_key:
-        layout_cache.store_later(cache_key, blocked)
-    return blocked
+        return None, None  # not kept: the plain session reports the graph's fault at each init
+    if not cache_key:
+        return blocked, None
+    return blocked, lambda: layout_cache.store_later(cache_key, blocked)
 
 
 def address_of(array: np.ndarray) -> int:

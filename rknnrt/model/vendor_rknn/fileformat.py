@@ -101,7 +101,9 @@ class VendorModel:
     model_name: str
     source: str
     custom_string: str
-    generator: dict
+    # field 3, the toolkit's Python-literal "generator" dict: nothing at load reads it, so
+    # it is kept as text and parsed (literal.py) only when asked for (`generator`)
+    generator_text: str
     io_types: dict[str, dict]  # fields 12/13 merged: name -> {"dtype", "layout"}
     shape_mode: str
     weight_size: int
@@ -119,6 +121,10 @@ class VendorModel:
     # the custom op types of a file built with reg_custom_op (is_custom_op; custom_nodes.py)
     custom_op_types: tuple[str, ...] = ()
 
+    @property
+    def generator(self) -> dict:
+        return literal.parse_dict(self.generator_text)
+
     def data(self, tensor: Tensor) -> memoryview:
         """The bytes of a constant tensor (its buffer)."""
         if not 0 <= tensor.buffer < len(self.buffers):
@@ -135,8 +141,7 @@ class VendorModel:
 
 
 def _floats(table: Table, slot: int) -> list[float]:
-    values = table.array(slot, "<f4")
-    return [] if values is None else [float(v) for v in values]
+    return table.floats(slot) or []
 
 
 def _tensor(index: int, t: Table) -> Tensor:
@@ -231,8 +236,9 @@ def parse(buf: memoryview) -> VendorModel:
     for b in root.tables(20):
         data = b.raw(0)
         buffers.append(data if data is not None else memoryview(b""))
-    shape_sets = [_io_shapes(graph, 2) for graph in graphs]
-    out_sets = [_io_shapes(graph, 3) for graph in graphs]
+    # graph 0's tensors are decoded above; only the other shape sets' graphs are read again
+    shape_sets = [[list(tensors[i].shape) for i in ins], *(_io_shapes(g, 2) for g in graphs[1:])]
+    out_sets = [[list(tensors[i].shape) for i in outs], *(_io_shapes(g, 3) for g in graphs[1:])]
     io_types = {}
     for slot in (12, 13):
         io_types.update(_json_object((root.string(slot) or "").encode(), f"IO table {slot}"))
@@ -245,7 +251,7 @@ def parse(buf: memoryview) -> VendorModel:
         model_name=str(trailer.get("name", "")),
         source=root.string(9) or "",
         custom_string=root.string(11) or "",
-        generator=literal.parse_dict(root.string(3) or "{}"),
+        generator_text=root.string(3) or "{}",
         io_types=io_types,
         shape_mode=root.string(16) or "static_shape",
         weight_size=sizes[0], internal_size=sizes[1],
@@ -262,5 +268,5 @@ def _io_shapes(graph: Table, slot: int) -> list[list[int]]:
     for i in graph.ints(slot) or []:
         if not 0 <= i < len(tables):
             raise VendorFormatError("vendor .rknn model: a graph's input list is invalid")
-        shapes.append(_tensor(i, tables[i]).shape)
+        shapes.append(tables[i].ints(4) or [])  # the tensor's field 4 (Tensor.shape)
     return shapes

@@ -74,7 +74,7 @@ class RegisterFile:
                 raise VendorFormatError(f"vendor .rknn model: task {k} points outside the commands")
             reg, value = all_regs[first : first + count], all_values[first : first + count]
             if np.count_nonzero(reg == lut.LUT_ACCESS_DATA) > 2:  # lut.is_upload
-                table = lut.uploaded_le_table(regcmd[first : first + count].tolist())
+                table = lut.uploaded_le_table(reg, value)
                 if table is not None:  # (rk3566 uploads the LE and LO tables in two tasks)
                     self.lut_by_op.setdefault(op, table)
                 continue

@@ -61,17 +61,21 @@ def is_upload(entries: list[int]) -> bool:
     return sum(e & 0xFFFF == LUT_ACCESS_DATA for e in entries) > 2
 
 
-def uploaded_le_table(entries: list[int]) -> np.ndarray | None:
-    """The LE table a task uploads, or None (rk3566 uploads LE and LO in two tasks)."""
-    table: list[int] = []
-    writing = False
-    for entry in entries:
-        reg, value = entry & 0xFFFF, (entry >> 16) & 0xFFFFFFFF
-        if reg == LUT_ACCESS_CFG:
-            writing = value == 0x20000
-        elif reg == LUT_ACCESS_DATA and writing and len(table) < ENTRIES:
-            table.append(value - (1 << 32) if value >= 1 << 31 else value)
-    return np.array(table, np.float64) if len(table) == ENTRIES else None
+def uploaded_le_table(regs: np.ndarray, values: np.ndarray) -> np.ndarray | None:
+    """The LE table a task uploads, or None (rk3566 uploads LE and LO in two tasks). `regs`,
+    `values`: the task's commands split (register, 32-bit value), as integer arrays. The data
+    writes that count are those after a LUT_ACCESS_CFG of 0x20000 (until the next CFG), the
+    first ENTRIES of them; one array pass, not a loop over the ~1,100 commands of a task."""
+    regs, values = np.asarray(regs, np.int64), np.asarray(values, np.int64)
+    at = np.arange(regs.size)
+    cfg = regs == LUT_ACCESS_CFG
+    # each command's latest CFG command (-1: none yet) decides whether data writes count
+    latest = np.maximum.accumulate(np.where(cfg, at, -1)) if regs.size else at
+    writing = (latest >= 0) & (values[np.maximum(latest, 0)] == 0x20000)
+    table = values[(regs == LUT_ACCESS_DATA) & writing][:ENTRIES]
+    if table.size != ENTRIES:
+        return None
+    return np.where(table >= 1 << 31, table - (1 << 32), table).astype(np.float64)
 
 
 def table_step(kind: str, le: np.ndarray, start: int) -> float | None:

@@ -19,7 +19,7 @@ from math import prod
 import numpy as np
 
 from ..errors import VendorFormatError
-from . import conv_ops, fileformat, int8, literal
+from . import conv_ops, fileformat, int8
 from .fileformat import (
     CONST_KINDS,
     KIND_CONST_AUX,
@@ -71,8 +71,7 @@ class _Attrs:
 
 
 def _floats(t: Table, slot: int) -> list[float]:
-    values = t.array(slot, "<f4")
-    return [] if values is None else [float(v) for v in values]
+    return t.floats(slot) or []
 
 
 def _tensor(index: int, t: Table) -> Tensor:
@@ -181,7 +180,7 @@ def parse(buf: memoryview) -> VendorModel:
         format_version=int(root.scalar(0, "<i")), npu_format=npu_format, platform=platform,
         compiler_version=root.string(5) or "", toolkit_version=str(trailer.get("version", "")),
         model_name=str(trailer.get("name", "")), source=root.string(7) or "",
-        custom_string=root.string(8) or "", generator=literal.parse_dict(root.string(3) or "{}"),
+        custom_string=root.string(8) or "", generator_text=root.string(3) or "{}",
         io_types={tensors[i].name: {"dtype": tensors[i].dtype} for i in ins + outs},
         shape_mode="static_shape", weight_size=len(parts["weights"]), internal_size=internal,
         tensors=tensors, nodes=nodes, inputs=ins, outputs=outs,
