@@ -46,6 +46,8 @@ class Weights:
         self.platform = model.platform
         self.array: np.ndarray | None = None  # the weights the program reads
         self.program: Program | None = None
+        # built-in op types a registered custom op replaces (facade.register_custom_ops)
+        self.replaced: frozenset[str] = frozenset()
         self.weight_memory: Memory | None = None  # MEM_ALLOC_OUTSIDE: the application's
         self.internal_memory: Memory | None = None
         self.sram_taken = 0
@@ -90,7 +92,8 @@ class Weights:
         if not options.internal_alloc_outside:
             self._internal_buffer = Buffer(self.internal_dram_size(), cacheable=False)
         if self.array is not None:
-            self.program = self.model.program(self.array, options.model_zero_copy)
+            self.program = self.model.program(self.array, options.model_zero_copy,
+                                              self.replaced)  # fmt: skip
 
     def _borrow(self, donor: Weights | None) -> None:
         if self.model.dynamic or (donor is not None and donor.model.dynamic):
@@ -153,7 +156,14 @@ class Weights:
         self._pending = None
         self.weight_memory = memory
         self.array = memory.device[:need]
-        self.program = self.model.program(self.array)
+        self.program = self.model.program(self.array, replaced=self.replaced)
+
+    def replace_builtin(self, op_types: frozenset[str]) -> None:
+        """A new program in which the built-in nodes of `op_types` run as custom ops."""
+        if self.array is not None:
+            self.program = self.model.program(self.array, self.options.model_zero_copy,
+                                              op_types)  # fmt: skip
+        self.replaced = op_types
 
     def set_internal_mem(self, memory: Memory) -> None:
         if not self.options.internal_alloc_outside:
