@@ -136,3 +136,28 @@ def test_the_vendor_files_argmax_is_replaced_by_the_registered_op(new_ctx) -> No
     # the "name" attribute is the file's node name
     vendor = fileformat.parse(memoryview(model))
     assert op.seen["name"] == next(n.name for n in vendor.nodes if n.op_type == "ArgMax") != ""
+
+
+def test_a_duplicated_context_registers_its_own_replacement(new_ctx, rknn_log) -> None:
+    model = build(_argmax_model(), ops=())
+    x = np.random.default_rng(9).normal(size=(1, 3, 8, 8)).astype(np.float32)
+    ctx = new_ctx(model)
+    first = Recorder(np.argmin)
+    assert first.register(ctx)[0] == 0
+    want = _run(ctx, x)
+    inp = rk.rknn_input(index=0, buf=x.ctypes.data, size=x.nbytes,
+                        type=rk.RKNN_TENSOR_FLOAT32, fmt=rk.RKNN_TENSOR_NCHW)  # fmt: skip
+    dups = [rk.rknn_context(), rk.rknn_context()]
+    for dup in dups:
+        assert rk.rknn_dup_context(ctypes.byref(ctx), ctypes.byref(dup)) == 0
+    try:
+        assert rk.rknn_inputs_set(dups[0], 1, ctypes.byref(inp)) == 0
+        assert rk.rknn_run(dups[0], None) == rk.RKNN_ERR_FAIL  # its ArgMax is not registered
+        rknn_log.one_error("ArgMax", "rknn_register_custom_ops")
+        second = Recorder(np.argmin)
+        assert second.register(dups[1])[0] == 0
+        np.testing.assert_array_equal(_run(dups[1], x), want)
+        assert (first.calls, second.calls) == (1, 1)
+    finally:
+        for dup in dups:
+            assert rk.rknn_destroy(dup) == 0

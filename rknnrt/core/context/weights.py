@@ -58,6 +58,7 @@ class Weights:
     def share(self, source: Weights) -> None:
         """rknn_dup_context: the same weights and program."""
         self.array, self.program = source.array, source.program
+        self.replaced = source.replaced  # (its replacing ops are registered per context)
 
     def load(self, donor: Weights | None) -> None:
         """rknn_init's memory work, per flags (facts §5.6)."""
