@@ -304,26 +304,42 @@ PROBES = {
     "group2": dict(cin=16, cout=16, kernel=(3, 3), pads=[1, 1, 1, 1], strides=[1, 1],
                    dilations=[1, 1], group=2),
 }  # fmt: skip
+# Mini-format Clip probes (rv1106 int8 keeps only a lower bound's integer part): a lower bound
+# above 0 (refused by name) and a negative upper bound (decoded), seeds 3000 + position.
+CLIP_PROBES = {"cliplo": (0.5, 2.5), "cliphi": (-1.5, -0.5)}
+
+
+def m_clip_bounds(net: Net, lo: float, hi: float):
+    """One conv + Clip(lo, hi)."""
+    c = net.conv("x", 3, 16, 3)
+    y = net.op("Clip", [c, net.const(np.float32(lo)), net.const(np.float32(hi))])
+    return "x", [1, 3, 8, 8], y, [1, 16, 8, 8]
+
+
 MINI_PLATFORMS = ("rv1106",)
 MINI_EXTRA = {"rv1103": ("convpool", "residual", "swish"), "rv1106b": ("convpool",)}
 
 
 def mini_builds(only: list[str] | None) -> list[tuple[str, str]]:
     """(model, platform) of the mini-format fixtures."""
-    names = [*mf.MODELS, *MODELS, *PROBES]
+    names = [*mf.MODELS, *MODELS, *PROBES, *CLIP_PROBES]
     builds = [(name, p) for p in MINI_PLATFORMS for name in names]
     builds += [(name, p) for p, extra in MINI_EXTRA.items() for name in extra]
     return [(name, p) for name, p in builds if only is None or name in only]
 
 
 def any_onnx(name: str) -> onnx.ModelProto:
-    return make_onnx(name) if name in MODELS or name in PROBES else mf.make_onnx(name)
+    return make_onnx(name) if name in MODELS or name in PROBES or name in CLIP_PROBES \
+        else mf.make_onnx(name)  # fmt: skip
 
 
 def make_onnx(name: str) -> onnx.ModelProto:
     if name in PROBES:
         net = Net(2000 + list(PROBES).index(name))
         x, xshape, y, yshape = m_convprobe(net, **PROBES[name])  # type: ignore[arg-type]
+    elif name in CLIP_PROBES:
+        net = Net(3000 + list(CLIP_PROBES).index(name))
+        x, xshape, y, yshape = m_clip_bounds(net, *CLIP_PROBES[name])
     else:
         net = Net(1000 + SEED_ORDER.index(name))
         x, xshape, y, yshape = MODELS[name](net)

@@ -21,11 +21,12 @@ from rknnrt.model.vendor_rknn import board_rules, int8, mini_format
 MINI = Path(__file__).parent / "fixtures_mini"
 REPORTED: dict = json.loads((MINI / "reported.json").read_text())
 
-# stem -> the words of its refusal (rv1106's registers hold no Clip bounds and its
-# exSDPAttention scale is not decoded; rv1106b's NPU format). mbv3 and hsig load and agree
-# since the lookup-table activations (ConvHardSwish, ConvHardSigmoid) decode.
+# stem -> the words of its refusal (rv1106 keeps only the integer part of a Clip's lower
+# bound: one above 0 is refused, test_vendor_mini_clip.py; its exSDPAttention scale is not
+# decoded; rv1106b's NPU format). mbv3 and hsig load and agree since the lookup-table
+# activations (ConvHardSwish, ConvHardSigmoid) decode; clip since the Clip bounds do.
 REFUSED: dict[str, str] = {
-    "clip_rv1106_i8": "int8 ConvClip",
+    "cliplo_rv1106_i8": "lower bound above 0",
     "transformer_rv1106_i8": "scale of exSDPAttention",
     "convpool_rv1106b_i8": "NPU format 'RKNPU w1'",
 }
@@ -106,11 +107,11 @@ def _agreement(stem: str, make_ctx) -> list[tuple[str, float, float]]:
 def test_the_fixture_set() -> None:
     """rv1106 for every model, rv1103 and rv1106b samples; int8 only (the toolkit refuses a
     float build for these targets)."""
-    assert len(REPORTED) == 37
+    assert len(REPORTED) == 39
     assert {r["dtype"] for r in REPORTED.values()} == {"i8"}
     counts = {p: sum(r["platform"] == p for r in REPORTED.values())
               for p in ("rv1106", "rv1103", "rv1106b")}  # fmt: skip
-    assert counts == {"rv1106": 33, "rv1103": 3, "rv1106b": 1}
+    assert counts == {"rv1106": 35, "rv1103": 3, "rv1106b": 1}
     for stem in REPORTED:
         assert mini_format.is_mini(memoryview(_bytes(stem))), stem
 
