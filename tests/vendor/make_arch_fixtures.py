@@ -316,21 +316,49 @@ def m_clip_bounds(net: Net, lo: float, hi: float):
     return "x", [1, 3, 8, 8], y, [1, 16, 8, 8]
 
 
+# An attention probe with scale 1, which rv1106 programs in no task (the softmax's tasks
+# write the same register): seed 3100.
+ATTN_PROBES = {"attn1": 1.0}
+
+
+def m_attention(net: Net, scale: float):
+    """Q, K, V projections of 12 tokens of width 32, 2 heads, softmax(Q K^T scale) V and an
+    output projection (the transformer block's attention alone)."""
+    t, d, heads = 12, 32, 2
+
+    def linear(x: str) -> str:
+        w = (net.rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32)
+        b = (0.05 * net.rng.standard_normal(d)).astype(np.float32)
+        return net.op("Add", [net.op("MatMul", [x, net.const(w)]), net.const(b)])
+
+    def split_heads(x: str) -> str:
+        r = net.op("Reshape", [x, net.const(np.array([1, t, heads, d // heads], np.int64))])
+        return net.op("Transpose", [r], perm=[0, 2, 1, 3])
+
+    q, k, v = (split_heads(linear("x")) for _ in range(3))
+    kt = net.op("Transpose", [k], perm=[0, 1, 3, 2])
+    s = net.op("Mul", [net.op("MatMul", [q, kt]), net.const(np.float32(scale))])
+    a = net.op("MatMul", [net.op("Softmax", [s], axis=-1), v])
+    a = net.op("Reshape", [net.op("Transpose", [a], perm=[0, 2, 1, 3]),
+                           net.const(np.array([1, t, d], np.int64))])  # fmt: skip
+    return "x", [1, t, d], linear(a), [1, t, d]
+
+
 MINI_PLATFORMS = ("rv1106",)
 MINI_EXTRA = {"rv1103": ("convpool", "residual", "swish"), "rv1106b": ("convpool",)}
 
 
 def mini_builds(only: list[str] | None) -> list[tuple[str, str]]:
     """(model, platform) of the mini-format fixtures."""
-    names = [*mf.MODELS, *MODELS, *PROBES, *CLIP_PROBES]
+    names = [*mf.MODELS, *MODELS, *PROBES, *CLIP_PROBES, *ATTN_PROBES]
     builds = [(name, p) for p in MINI_PLATFORMS for name in names]
     builds += [(name, p) for p, extra in MINI_EXTRA.items() for name in extra]
     return [(name, p) for name, p in builds if only is None or name in only]
 
 
 def any_onnx(name: str) -> onnx.ModelProto:
-    return make_onnx(name) if name in MODELS or name in PROBES or name in CLIP_PROBES \
-        else mf.make_onnx(name)  # fmt: skip
+    ours = name in MODELS or name in PROBES or name in CLIP_PROBES or name in ATTN_PROBES
+    return make_onnx(name) if ours else mf.make_onnx(name)
 
 
 def make_onnx(name: str) -> onnx.ModelProto:
@@ -340,13 +368,17 @@ def make_onnx(name: str) -> onnx.ModelProto:
     elif name in CLIP_PROBES:
         net = Net(3000 + list(CLIP_PROBES).index(name))
         x, xshape, y, yshape = m_clip_bounds(net, *CLIP_PROBES[name])
+    elif name in ATTN_PROBES:
+        net = Net(3100 + list(ATTN_PROBES).index(name))
+        x, xshape, y, yshape = m_attention(net, ATTN_PROBES[name])
     else:
         net = Net(1000 + SEED_ORDER.index(name))
         x, xshape, y, yshape = MODELS[name](net)
     y_type = TP.INT64 if name == "argmax" else TP.FLOAT
     graph = h.make_graph(net.nodes, name, [h.make_tensor_value_info(x, TP.FLOAT, xshape)],
                          [h.make_tensor_value_info(y, y_type, yshape)], net.inits)  # fmt: skip
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", OPSETS.get(name, 14))])
+    opset = 17 if name in ATTN_PROBES else OPSETS.get(name, 14)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
     return model

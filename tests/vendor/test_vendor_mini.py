@@ -22,19 +22,22 @@ MINI = Path(__file__).parent / "fixtures_mini"
 REPORTED: dict = json.loads((MINI / "reported.json").read_text())
 
 # stem -> the words of its refusal (rv1106 keeps only the integer part of a Clip's lower
-# bound: one above 0 is refused, test_vendor_mini_clip.py; its exSDPAttention scale is not
-# decoded; rv1106b's NPU format). mbv3 and hsig load and agree since the lookup-table
-# activations (ConvHardSwish, ConvHardSigmoid) decode; clip since the Clip bounds do.
+# bound: one above 0 is refused, test_vendor_mini_clip.py; rv1106b's NPU format). mbv3 and
+# hsig load and agree since the lookup-table activations (ConvHardSwish, ConvHardSigmoid)
+# decode; clip since the Clip bounds do; transformer since the exSDPAttention scale does.
 REFUSED: dict[str, str] = {
     "cliplo_rv1106_i8": "lower bound above 0",
-    "transformer_rv1106_i8": "scale of exSDPAttention",
     "convpool_rv1106b_i8": "NPU format 'RKNPU w1'",
 }
 # Loads; the depthwise ConvExSwish int8 rule is not the simulator's (issue 24, item 4), as
 # in the v6 files: measured 93.2% of the output within one step, at most 3 steps.
 DRIFT = {"effnet_rv1106_i8"}
+# Load and agree within bounds, as the v6 platforms' transformer files (test_vendor_arch): the
+# attention's int8 intermediates (its Q K^T and probabilities on grids of their own) and
+# exNorm differ off ties op by op: (fraction of the output within one step, most steps).
+OTHER_OPS = {"transformer_rv1106_i8": (0.975, 2), "attn1_rv1106_i8": (0.95, 3)}
 LOADS = [s for s in sorted(REPORTED) if s not in REFUSED]
-AGREE = [s for s in LOADS if s not in DRIFT]
+AGREE = [s for s in LOADS if s not in DRIFT and s not in OTHER_OPS]
 _FMTS = {"NHWC": rk.RKNN_TENSOR_NHWC, "NCHW": rk.RKNN_TENSOR_NCHW,
          "NC1HWC2": rk.RKNN_TENSOR_NC1HWC2, "UNDEFINED": rk.RKNN_TENSOR_UNDEFINED}  # fmt: skip
 
@@ -107,11 +110,11 @@ def _agreement(stem: str, make_ctx) -> list[tuple[str, float, float]]:
 def test_the_fixture_set() -> None:
     """rv1106 for every model, rv1103 and rv1106b samples; int8 only (the toolkit refuses a
     float build for these targets)."""
-    assert len(REPORTED) == 39
+    assert len(REPORTED) == 40
     assert {r["dtype"] for r in REPORTED.values()} == {"i8"}
     counts = {p: sum(r["platform"] == p for r in REPORTED.values())
               for p in ("rv1106", "rv1103", "rv1106b")}  # fmt: skip
-    assert counts == {"rv1106": 35, "rv1103": 3, "rv1106b": 1}
+    assert counts == {"rv1106": 36, "rv1103": 3, "rv1106b": 1}
     for stem in REPORTED:
         assert mini_format.is_mini(memoryview(_bytes(stem))), stem
 
@@ -236,6 +239,13 @@ def test_outputs_agree_with_the_vendor_simulator(stem: str, make_ctx) -> None:
             assert value >= 0.99 and worst <= 2 + 1e-3, (stem, value, worst)
         else:
             assert value >= 0.9999, (stem, value, worst)
+
+
+@pytest.mark.parametrize("stem", sorted(OTHER_OPS))
+def test_attention_agreement_is_bounded(stem: str, make_ctx) -> None:
+    for kind, value, worst in _agreement(stem, make_ctx):
+        floor, most = OTHER_OPS[stem]
+        assert kind == "int8" and value >= floor and worst <= most + 1e-3, (value, worst)
 
 
 @pytest.mark.slow

@@ -92,6 +92,16 @@ class RegisterFile:
         return {v for regs, values in self._tasks.get(n.index, []) for v in
                 values[regs == reg].tolist()}  # fmt: skip
 
+    def register_values_where(self, n: Node, reg: int, key: int, key_value: int) -> set[int]:
+        """Every value op `n`'s tasks write to `reg` in the tasks that set `key` to
+        `key_value` (each task's first value of `key`)."""
+        found = set()
+        for regs, values in self._tasks.get(n.index, []):
+            keyed = values[regs == key]
+            if keyed.size and int(keyed[0]) == key_value:
+                found |= set(values[regs == reg].tolist())
+        return found
+
     def first_task(self, n: Node) -> dict[int, int] | None:
         """The registers of op `n`'s first task that is no lookup-table upload."""
         return self.first.get(n.index)
