@@ -20,7 +20,8 @@ toolkit's report are written as make_fixtures.py writes them.
 of make_fixtures.py's small models and of the models above, int8 only (the toolkit refuses a
 float build for these targets: "Current target_platform(rv1106) not support do_quantization =
 False!"), for rv1106, plus a few rv1103 files (byte for byte rv1106's but for the platform
-name) and rv1106b files (another NPU format, which rknnrt refuses by name).
+name), rv1106b files (another NPU format, "RKNPU w1") and a few rv1103b files (rv1106b's but
+for the platform name).
 """
 
 from __future__ import annotations
@@ -345,7 +346,14 @@ def m_attention(net: Net, scale: float):
 
 
 MINI_PLATFORMS = ("rv1106",)
-MINI_EXTRA = {"rv1103": ("convpool", "residual", "swish"), "rv1106b": ("convpool",)}
+# rv1103 files are rv1106's but for the platform name, rv1103b files rv1106b's; rv1106b
+# ("RKNPU w1", another register map and packings) for one model of each decoded rule.
+MINI_EXTRA = {"rv1103": ("convpool", "residual", "swish"),
+              "rv1106b": ("convpool", "residual", "swish", "twoinput", "oddwidth", "gap", "mlp",
+                          "sigmoid", "transpose", "wide", "pixels", "fire", "avgpool", "pad",
+                          "clip", "hsig", "mbv2", "asym", "dilated", "dw5", "c20", "cliplo",
+                          "cliphi", "attn1"),
+              "rv1103b": ("convpool", "residual", "swish")}  # fmt: skip
 
 
 def mini_builds(only: list[str] | None) -> list[tuple[str, str]]:

@@ -22,7 +22,8 @@ from .graph import GraphBuilder, is_helper
 # weight type.
 VERIFIED_PACKINGS = {
     "float16": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3"),
-    "int8": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3", "RKNPU t3"),
+    "int8": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3", "RKNPU t3",
+             "RKNPU w1"),
 }
 # Conv attribute slots (ONNX names in alphabetical order; pooling: window_ops.py).
 CONV_DILATIONS, CONV_GROUP, CONV_KERNEL, CONV_PADS, CONV_STRIDES = 1, 2, 3, 4, 5
@@ -215,7 +216,8 @@ def _clip(b: GraphBuilder, n: Node, y: str, acc_unit: float) -> str:
     fmt = b.m.npu_format
     if b.quantized and fmt in MINI_CLIP_REGS:
         return _mini_clip(b, n, y, acc_unit)
-    lo, hi = clip_bounds(b, n)
+    lo, hi = _w1_clip_bounds(b, n, acc_unit) if b.quantized and fmt in W1_CLIP_REGS \
+        else clip_bounds(b, n)  # fmt: skip
     bounds = [b.const(np.array(v, np.float32), "clip") for v in (lo, hi)]
     return b.add("Clip", [y, *bounds], "clip")
 
@@ -227,6 +229,31 @@ def _clip(b: GraphBuilder, n: Node, y: str, acc_unit: float) -> str:
 # 0's accumulator (s_in x s_w[0]). The fraction of lo is stored nowhere.
 MINI_CLIP_REGS = {"RKNPU t3": (0x4060, 0x4064, 0x4028)}
 MINI_CLIP_LO_SET = 0x20000  # the BN_CFG bit set where lo is not 0
+
+
+# rv1103b/rv1106b (RKNPU w1) int8 ConvClip (the same builds for rv1106b): 0x4050 holds lo in
+# units of the output conversion's input (OUT_CVT scale / 2^shift x the output scale), 0x4060
+# (and 0x4068) hi - lo in units of channel 0's accumulator, as rv1106's hi.
+W1_CLIP_REGS = {"RKNPU w1": (0x4050, 0x4060)}
+
+
+def _w1_clip_bounds(b: GraphBuilder, n: Node, acc_unit: float) -> tuple[float, float]:
+    regs = b.registers().first_task(n) or {}
+    lo_reg, span_reg = W1_CLIP_REGS[b.m.npu_format]
+    out = b.m.tensors[n.outputs[0]]
+    lo = hi = float("nan")
+    if lo_reg in regs and span_reg in regs and out.scale and np.isfinite(acc_unit):
+        _, scale, shift = b.regs.out_cvt(n)
+        unit = scale / 2.0**shift * float(out.scale[0])
+        lo = _shortest(_int_reg(regs, lo_reg) * unit, unit)
+        span = _int_reg(regs, span_reg) * acc_unit
+        hi = _shortest(lo + span, acc_unit + abs(span) * 2.0**-12)
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise VendorFormatError(
+            f"vendor .rknn model: the bounds of ConvClip '{n.name}' ({b.m.npu_format}) are not "
+            "decoded"
+        )
+    return float(np.float32(lo)), float(np.float32(hi))
 
 
 def _mini_clip(b: GraphBuilder, n: Node, y: str, acc_unit: float) -> str:
