@@ -17,7 +17,7 @@ import numpy as np
 from . import api as rk
 from . import perf_cli
 from .capi import sdk as capi_sdk
-from .client import Client, ClientError
+from .client import Client, ClientError, ZeroCopyIO
 from .compat import command as compat_command
 from .core import registry, switches
 from .evaluation import commands as evaluation_commands
@@ -70,16 +70,34 @@ def _load(path: str | None, target: str) -> tuple[bytes, str]:
 
 
 class Session(Client):
-    """A context as the command line drives it: inputs in the model's formats, float outputs."""
+    """A context as the command line drives it: inputs in the model's formats, float outputs;
+    through rknn_inputs_set/rknn_outputs_get, or zero-copy memory on a platform whose runtime
+    has neither (rv1103/rv1106)."""
+
+    io: ZeroCopyIO | None = None
 
     def feed(self, arrays: Sequence[np.ndarray]) -> None:
-        """rknn_inputs_set with each array's own type and the input attribute's format."""
+        """The inputs with each array's own type and the input attribute's format."""
         types = [next(k for k, v in _NP_TYPES.items() if np.dtype(v) == x.dtype) for x in arrays]
-        self.set_inputs(arrays, types, [a.fmt for a in self.inputs])
+        if self.general_api:
+            self.set_inputs(arrays, types, [a.fmt for a in self.inputs])
+            return
+        if self.io is None:  # bound once, written before each run
+            self.io = ZeroCopyIO(self, arrays, types)
+        self.io.write(arrays)
 
     def infer(self) -> list[np.ndarray]:
         self.run()
-        return self.get_outputs()
+        return self.get_outputs() if self.io is None else self.io.read()
+
+    def supports_query(self, name: str) -> bool:
+        return name in registry.get(self.ctx.value).platform.queries
+
+    def close(self) -> None:
+        if self.io is not None and self.alive:
+            self.io.close()
+            self.io = None
+        super().close()
 
     def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
         rng = np.random.RandomState(seed)
@@ -88,6 +106,8 @@ class Session(Client):
             dims = list(a.dims[: a.n_dims])
             if a.type in (rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_FLOAT16):
                 arrays.append(rng.randint(0, 256, dims).astype(np.uint8))
+            elif a.type == rk.RKNN_TENSOR_INT8:  # (rv1106's quantised inputs)
+                arrays.append(rng.randint(-128, 128, dims).astype(np.int8))
             else:
                 arrays.append(np.zeros(dims, _NP_TYPES.get(a.type, np.float32)))
         return arrays
@@ -153,8 +173,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     s.feed(arrays)
     outputs = s.infer()
     first = (time.perf_counter() - start) * 1e3
-    perf = rk.rknn_perf_run()
-    s.status(rk.RKNN_QUERY_PERF_RUN, perf)
+    perf = None
+    if s.supports_query("RKNN_QUERY_PERF_RUN"):  # (not a query of the mini runtime)
+        perf = rk.rknn_perf_run()
+        s.status(rk.RKNN_QUERY_PERF_RUN, perf)
     warm = []
     while len(warm) < WARM_RUNS and sum(warm) < WARM_BUDGET_MS:  # a warm figure, kept short
         start = time.perf_counter()
@@ -169,11 +191,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             top = np.argsort(out[0])[::-1][:5]
             line += ", top-5 " + ", ".join(f"{k}:{out[0, k]:.4f}" for k in top)
         print(line)
-    print(f"first run: {first:.3f} ms on this PC (inputs_set + run + outputs_get; includes "
-          "the one-time set-up of the first run: onnxruntime's session warm-up and buffers)")
+    calls = "inputs_set + run + outputs_get" if s.general_api else \
+        "set_io_mem + copy in + run + copy out; zero-copy: the platform has no rknn_inputs_set"
+    print(f"first run: {first:.3f} ms on this PC ({calls}; includes the one-time set-up of "
+          "the first run: onnxruntime's session warm-up and buffers)")
     print(f"warm run: {float(np.median(warm)):.3f} ms on this PC (median of {len(warm)})")
-    print(f"rknn_run: {perf.run_duration} us (RKNN_QUERY_PERF_RUN of the first run: "
-          f"{_perf_run_kind()})")  # fmt: skip
+    if perf is None:
+        print("rknn_run: not reported (this platform's runtime has no RKNN_QUERY_PERF_RUN)")
+    else:
+        print(f"rknn_run: {perf.run_duration} us (RKNN_QUERY_PERF_RUN of the first run: "
+              f"{_perf_run_kind()})")  # fmt: skip
     s.close()
     return 0
 

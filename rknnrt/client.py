@@ -1,7 +1,9 @@
 """`Client`: one context of the C-shaped API, driven as a board application drives it.
 
 The one Python place that calls rknn_init / rknn_query / rknn_inputs_set / rknn_run /
-rknn_outputs_get / rknn_outputs_release / rknn_destroy for rknnrt's own users: RKNNLite
+rknn_outputs_get / rknn_outputs_release / rknn_destroy for rknnrt's own users (and, where the
+platform's runtime lacks the general API, as rv1103/rv1106's mini runtime does, rknn_create_mem /
+rknn_set_io_mem / rknn_destroy_mem: `ZeroCopyIO`, as the vendor's demos for those chips): RKNNLite
 (lite.py), the command line (cli.py), the evaluation (evaluation/runner.py) and the board
 estimate (board_eval.py). A failed call raises `ClientError` naming the call and its status; the
 runtime has already printed its `E RKNN:` line, so users only translate the exception into their
@@ -20,7 +22,7 @@ import numpy as np
 
 from . import api as rk
 from .api.marshal import log_muted
-from .core import switches
+from .core import registry, switches
 
 
 class ClientError(RuntimeError):
@@ -59,12 +61,15 @@ class Client:
         # a probe whose failure is an answer (a static model), not an error
         self.dynamic = self.status(rk.RKNN_QUERY_INPUT_DYNAMIC_RANGE, dyn, quiet=True) == 0 \
             and dyn.shape_number > 0  # fmt: skip
+        # the mini runtime (librknnmrt) has no rknn_inputs_set/outputs_get: IO goes through
+        # zero-copy memory there
+        self.general_api = registry.get(self.ctx.value).platform.supports("rknn_inputs_set")
 
     def dup(self) -> Client:
         """A context from rknn_dup_context: same model and weights, its own buffers."""
         other = object.__new__(type(self))
         other.flag, other.inputs, other.outputs = self.flag, self.inputs, self.outputs
-        other.dynamic = self.dynamic
+        other.dynamic, other.general_api = self.dynamic, self.general_api
         other.ctx = rk.rknn_context(0)
         check("rknn_dup_context",
               rk.rknn_dup_context(ctypes.byref(self.ctx), ctypes.byref(other.ctx)))  # fmt: skip
@@ -151,3 +156,70 @@ class Client:
         if self.ctx.value:
             rk.rknn_destroy(self.ctx)
             self.ctx.value = 0
+
+
+class ZeroCopyIO:
+    """One set of zero-copy buffers of a Client (rknn_create_mem + rknn_set_io_mem for every
+    input and output), the way an application drives a runtime without rknn_inputs_set:
+    inputs in the caller's types and the input attributes' formats (NHWC rows padded to the
+    attribute's w_stride), outputs float32 in their attributes' layouts."""
+
+    def __init__(self, client: Client, arrays: Sequence[np.ndarray], types: Sequence[int]
+                 ) -> None:  # fmt: skip
+        self.client, self.mems = client, []
+        self._inputs: list[tuple[ctypes.c_void_p, rk.rknn_tensor_attr]] = []
+        self._outputs: list[tuple[ctypes.c_void_p, list[int]]] = []
+        try:
+            for i, (x, kind) in enumerate(zip(arrays, types)):
+                attr = client.attr(rk.RKNN_QUERY_INPUT_ATTR, i)
+                attr.type = kind
+                self._inputs.append((self._bind(attr, self._padded(x, attr).nbytes), attr))
+            for i in range(len(client.outputs)):
+                attr = client.attr(rk.RKNN_QUERY_OUTPUT_ATTR, i)
+                attr.type = rk.RKNN_TENSOR_FLOAT32
+                mem = self._bind(attr, attr.n_elems * 4)
+                self._outputs.append((mem, list(attr.dims[: attr.n_dims])))
+        except ClientError:
+            self.close()
+            raise
+
+    def _bind(self, attr: rk.rknn_tensor_attr, size: int) -> ctypes.c_void_p:
+        mem = rk.rknn_create_mem(self.client.ctx, size)
+        if not mem:
+            raise ClientError("rknn_create_mem", rk.RKNN_ERR_MALLOC_FAIL)
+        self.mems.append(mem)
+        check("rknn_set_io_mem", rk.rknn_set_io_mem(self.client.ctx, mem, attr))
+        return mem
+
+    @staticmethod
+    def _padded(x: np.ndarray, attr: rk.rknn_tensor_attr) -> np.ndarray:
+        """`x` with its NHWC rows padded to the attribute's w_stride (zeros)."""
+        if attr.fmt == rk.RKNN_TENSOR_NHWC and x.ndim == 4 and attr.w_stride > x.shape[2]:
+            pad = [(0, 0), (0, 0), (0, attr.w_stride - x.shape[2]), (0, 0)]
+            return np.ascontiguousarray(np.pad(x, pad))
+        return np.ascontiguousarray(x)
+
+    def write(self, arrays: Sequence[np.ndarray]) -> None:
+        """Copy the inputs into their buffers and flush them for the NPU."""
+        for (mem, attr), x in zip(self._inputs, arrays):
+            data = self._padded(x, attr)
+            ctypes.memmove(mem.contents.virt_addr, data.ctypes.data, data.nbytes)
+            check("rknn_mem_sync", rk.rknn_mem_sync(self.client.ctx, mem,
+                                                   rk.RKNN_MEMORY_SYNC_TO_DEVICE))  # fmt: skip
+
+    def read(self) -> list[np.ndarray]:
+        """The outputs of the last run, float32 copies."""
+        results = []
+        for mem, dims in self._outputs:
+            check("rknn_mem_sync", rk.rknn_mem_sync(self.client.ctx, mem,
+                                                   rk.RKNN_MEMORY_SYNC_FROM_DEVICE))  # fmt: skip
+            count = int(np.prod(dims))
+            raw = (ctypes.c_char * (4 * count)).from_address(mem.contents.virt_addr)
+            results.append(np.frombuffer(raw, np.float32).reshape(dims).copy())
+        return results
+
+    def close(self) -> None:
+        """rknn_destroy_mem of every buffer (once)."""
+        for mem in self.mems:
+            rk.rknn_destroy_mem(self.client.ctx, mem)
+        self.mems = []

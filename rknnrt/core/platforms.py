@@ -219,8 +219,10 @@ PLATFORMS: dict[str, Platform] = {
                  matmul_facts=_MM_RV1126B, npu_tops=3.0, ddr_gbps=12.8),
         Platform(_T["rv1103"], _C2_16B, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
         Platform(_T["rv1106"], _C2_16B, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
-        Platform(_T["rv1103b"], {"int8": 8}, 8, _G3, _QUERIES_MINI, "librknnmrt.so"),
-        Platform(_T["rv1106b"], {"int8": 8}, 8, _G3, _QUERIES_MINI, "librknnmrt.so"),
+        # RV1103B/RV1106B: int8 C2 8 and 16-byte input rows, as their vendor files store and the
+        # toolkit's log allocates them (toolkit 2.5.0, tests/vendor/fixtures_mini)
+        Platform(_T["rv1103b"], {"int8": 8}, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
+        Platform(_T["rv1106b"], {"int8": 8}, 16, _G3, _QUERIES_MINI, "librknnmrt.so"),
         # RK2118: UG Table 5-1 gives float16 C2 4 and no int8 entry (unverified).
         Platform(_T["rk2118"], {"float16": 4}, 8, _G4, _QUERIES_MINI),
     )

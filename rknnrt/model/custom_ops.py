@@ -49,3 +49,35 @@ def make_attribute(name: str, value: object) -> AttributeProto:
             return onnx.helper.make_attribute(name, float(array))
         return onnx.helper.make_attribute(name, numpy_helper.from_array(array.reshape(-1), name))
     return onnx.helper.make_attribute(name, value)
+
+
+# The storage roundings the converter and the vendor reader insert around int8 tensors: not
+# operators of the user's model, so a registered op never replaces them.
+_NOT_REPLACEABLE = ("QuantizeLinear", "DequantizeLinear")
+
+
+def builtin_op_types(model: onnx.ModelProto) -> set[str]:
+    """The op types of a graph's built-in (standard) nodes a registered custom op of the same
+    type may replace (rknpu2's GPU demo registers "ArgMax" for a model's ArgMax)."""
+    return {n.op_type for n in model.graph.node
+            if n.domain in STANDARD_DOMAINS and n.op_type not in _NOT_REPLACEABLE}  # fmt: skip
+
+
+def as_custom(graph: bytes, op_types: frozenset[str]) -> bytes:
+    """The graph with every built-in node of `op_types` made a custom node of the same type
+    (same inputs, outputs and attributes), its outputs' types and shapes kept as value_info
+    (a custom node's are not inferred)."""
+    model = onnx.load_model_from_string(graph)
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False).graph
+    known = {vi.name: vi for vi in [*inferred.input, *inferred.value_info, *inferred.output]}
+    declared = {vi.name for vi in [*model.graph.value_info, *model.graph.output]}
+    for node in model.graph.node:
+        if node.op_type in op_types and node.domain in STANDARD_DOMAINS \
+                and node.op_type not in _NOT_REPLACEABLE:  # fmt: skip
+            node.domain = CUSTOM_DOMAIN
+            for name in node.output:
+                if name in known and name not in declared:
+                    model.graph.value_info.append(known[name])
+    if all(o.domain != CUSTOM_DOMAIN for o in model.opset_import):
+        model.opset_import.add(domain=CUSTOM_DOMAIN, version=1)
+    return model.SerializeToString()

@@ -20,7 +20,8 @@ toolkit's report are written as make_fixtures.py writes them.
 of make_fixtures.py's small models and of the models above, int8 only (the toolkit refuses a
 float build for these targets: "Current target_platform(rv1106) not support do_quantization =
 False!"), for rv1106, plus a few rv1103 files (byte for byte rv1106's but for the platform
-name) and rv1106b files (another NPU format, which rknnrt refuses by name).
+name), rv1106b files (another NPU format, "RKNPU w1") and a few rv1103b files (rv1106b's but
+for the platform name).
 """
 
 from __future__ import annotations
@@ -304,33 +305,88 @@ PROBES = {
     "group2": dict(cin=16, cout=16, kernel=(3, 3), pads=[1, 1, 1, 1], strides=[1, 1],
                    dilations=[1, 1], group=2),
 }  # fmt: skip
+# Mini-format Clip probes (rv1106 int8 keeps only a lower bound's integer part): a lower bound
+# above 0 (refused by name) and a negative upper bound (decoded), seeds 3000 + position.
+CLIP_PROBES = {"cliplo": (0.5, 2.5), "cliphi": (-1.5, -0.5)}
+
+
+def m_clip_bounds(net: Net, lo: float, hi: float):
+    """One conv + Clip(lo, hi)."""
+    c = net.conv("x", 3, 16, 3)
+    y = net.op("Clip", [c, net.const(np.float32(lo)), net.const(np.float32(hi))])
+    return "x", [1, 3, 8, 8], y, [1, 16, 8, 8]
+
+
+# An attention probe with scale 1, which rv1106 programs in no task (the softmax's tasks
+# write the same register): seed 3100.
+ATTN_PROBES = {"attn1": 1.0}
+
+
+def m_attention(net: Net, scale: float):
+    """Q, K, V projections of 12 tokens of width 32, 2 heads, softmax(Q K^T scale) V and an
+    output projection (the transformer block's attention alone)."""
+    t, d, heads = 12, 32, 2
+
+    def linear(x: str) -> str:
+        w = (net.rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32)
+        b = (0.05 * net.rng.standard_normal(d)).astype(np.float32)
+        return net.op("Add", [net.op("MatMul", [x, net.const(w)]), net.const(b)])
+
+    def split_heads(x: str) -> str:
+        r = net.op("Reshape", [x, net.const(np.array([1, t, heads, d // heads], np.int64))])
+        return net.op("Transpose", [r], perm=[0, 2, 1, 3])
+
+    q, k, v = (split_heads(linear("x")) for _ in range(3))
+    kt = net.op("Transpose", [k], perm=[0, 1, 3, 2])
+    s = net.op("Mul", [net.op("MatMul", [q, kt]), net.const(np.float32(scale))])
+    a = net.op("MatMul", [net.op("Softmax", [s], axis=-1), v])
+    a = net.op("Reshape", [net.op("Transpose", [a], perm=[0, 2, 1, 3]),
+                           net.const(np.array([1, t, d], np.int64))])  # fmt: skip
+    return "x", [1, t, d], linear(a), [1, t, d]
+
+
 MINI_PLATFORMS = ("rv1106",)
-MINI_EXTRA = {"rv1103": ("convpool", "residual", "swish"), "rv1106b": ("convpool",)}
+# rv1103 files are rv1106's but for the platform name, rv1103b files rv1106b's; rv1106b
+# ("RKNPU w1", another register map and packings) for one model of each decoded rule.
+MINI_EXTRA = {"rv1103": ("convpool", "residual", "swish"),
+              "rv1106b": ("convpool", "residual", "swish", "twoinput", "oddwidth", "gap", "mlp",
+                          "sigmoid", "transpose", "wide", "pixels", "fire", "avgpool", "pad",
+                          "clip", "hsig", "mbv2", "asym", "dilated", "dw5", "c20", "cliplo",
+                          "cliphi", "attn1"),
+              "rv1103b": ("convpool", "residual", "swish")}  # fmt: skip
 
 
 def mini_builds(only: list[str] | None) -> list[tuple[str, str]]:
     """(model, platform) of the mini-format fixtures."""
-    names = [*mf.MODELS, *MODELS, *PROBES]
+    names = [*mf.MODELS, *MODELS, *PROBES, *CLIP_PROBES, *ATTN_PROBES]
     builds = [(name, p) for p in MINI_PLATFORMS for name in names]
     builds += [(name, p) for p, extra in MINI_EXTRA.items() for name in extra]
     return [(name, p) for name, p in builds if only is None or name in only]
 
 
 def any_onnx(name: str) -> onnx.ModelProto:
-    return make_onnx(name) if name in MODELS or name in PROBES else mf.make_onnx(name)
+    ours = name in MODELS or name in PROBES or name in CLIP_PROBES or name in ATTN_PROBES
+    return make_onnx(name) if ours else mf.make_onnx(name)
 
 
 def make_onnx(name: str) -> onnx.ModelProto:
     if name in PROBES:
         net = Net(2000 + list(PROBES).index(name))
         x, xshape, y, yshape = m_convprobe(net, **PROBES[name])  # type: ignore[arg-type]
+    elif name in CLIP_PROBES:
+        net = Net(3000 + list(CLIP_PROBES).index(name))
+        x, xshape, y, yshape = m_clip_bounds(net, *CLIP_PROBES[name])
+    elif name in ATTN_PROBES:
+        net = Net(3100 + list(ATTN_PROBES).index(name))
+        x, xshape, y, yshape = m_attention(net, ATTN_PROBES[name])
     else:
         net = Net(1000 + SEED_ORDER.index(name))
         x, xshape, y, yshape = MODELS[name](net)
     y_type = TP.INT64 if name == "argmax" else TP.FLOAT
     graph = h.make_graph(net.nodes, name, [h.make_tensor_value_info(x, TP.FLOAT, xshape)],
                          [h.make_tensor_value_info(y, y_type, yshape)], net.inits)  # fmt: skip
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", OPSETS.get(name, 14))])
+    opset = 17 if name in ATTN_PROBES else OPSETS.get(name, 14)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
     return model

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from rknnrt.model.errors import VendorFormatError
-from rknnrt.model.vendor_rknn import attention_ops, fileformat
+from rknnrt.model.vendor_rknn import attention_ops, fileformat, mini_format
 from rknnrt.model.vendor_rknn.graph import GraphBuilder
 
 from .test_vendor_arch import ARCH
+from .test_vendor_mini import MINI
 
 SDPA_PLATFORMS = ("rk3588", "rk3576", "rk3562", "rv1126b")  # (rk3566 emits exMatMul)
 
@@ -27,6 +28,17 @@ def test_the_fixtures_scale_is_one_over_sqrt_head_dim(platform: str, dtype: str)
     b, n = _sdpa(f"transformer_{platform}_{dtype}")
     # (rk3588's int8 register reads as float16 2.0: the multiplier 0x4000 with shift 16)
     assert attention_ops._scale(b, n, 16) == 0.25
+
+
+@pytest.mark.parametrize("stem, scale", [("transformer_rv1106_i8", 0.25), ("attn1_rv1106_i8", 1.0)])
+def test_rv1106_int8_scale_is_the_multiply_tasks(stem: str, scale: float) -> None:
+    """rv1106 writes 0x4068 in its softmax's tasks too (0x6a660000): the scale is the value
+    of the tasks whose BN_CFG is 0x2 (transformer: 0x40001000 = 2^14 / 2^16); s = 1 programs
+    no such task (attn1), where the softmax's value alone would read as 27238."""
+    m = mini_format.parse(memoryview((MINI / f"{stem}.rknn").read_bytes()))
+    b, n = GraphBuilder(m), next(n for n in m.nodes if n.op_type == "exSDPAttention")
+    assert 0x6A660000 in b.registers().register_values(n, 0x4068)
+    assert attention_ops._scale(b, n, 16) == scale
 
 
 def _program(monkeypatch, b, n, values: set[int]) -> None:  # type: ignore[no-untyped-def]

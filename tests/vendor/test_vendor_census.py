@@ -32,16 +32,20 @@ def test_census_main_prints_the_tables(capsys, tmp_path) -> None:
 
 
 def test_census_lists_mini_format_files() -> None:
-    """rv1103/rv1106 mini files (0x1004) are read too: their ops and packings, rv1106's
-    depthwise pairs among them; rv1106b's refusal is its one line."""
+    """rv1103/rv1106 and rv1103b/rv1106b mini files (0x1004) are read too: their ops and
+    packings, rv1106's and rv1106b's depthwise pairs among them; a refusal is its one line."""
     mini = Path(__file__).parent / "fixtures_mini"
-    files = [mini / "residual_rv1106_i8.rknn", mini / "convpool_rv1106b_i8.rknn"]
+    files = [mini / "residual_rv1106_i8.rknn", mini / "residual_rv1106b_i8.rknn",
+             mini / "hsig_rv1106b_i8.rknn"]  # fmt: skip
     result = vendor_census.census(files)
-    assert result["ops"]["ConvAdd"] == dict(files=1, decoded=True)
+    assert result["ops"]["ConvAdd"] == dict(files=2, decoded=True)
     key = "RKNPU t3 int8 depthwise 3x3 ic=- native=[1, 0, 3, 3, 1, 32, 1, 1, 3, 3, 1, 16]"
     assert result["packings"][key] == dict(files=1, decoded=True)
-    assert result["files"][str(files[0])] == "loads"
-    assert "NPU format 'RKNPU w1'" in result["files"][str(files[1])]
+    key = "RKNPU w1 int8 depthwise 3x3 ic=- native=[1, 1, 3, 3, 1, 8]"
+    assert result["packings"][key] == dict(files=1, decoded=True)
+    assert result["files"][str(files[0])] == result["files"][str(files[1])] == "loads"
+    assert "op HardSigmoid" in result["files"][str(files[2])]
+    assert result["ops"]["HardSigmoid"]["decoded"] is False
 
 
 def test_markdown_tables_per_platform(capsys) -> None:  # type: ignore[no-untyped-def]

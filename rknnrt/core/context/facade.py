@@ -223,10 +223,29 @@ class Context:
         return [(f"{op} x{count}", device) for (op, device), count in sorted(counts.items())]
 
     def register_custom_ops(self, ops: list) -> None:
-        """rknn_register_custom_ops: the callbacks live with the program's binding."""
+        """rknn_register_custom_ops: the callbacks live with the program's binding. An op whose
+        type is a built-in op of the model (rknpu2's GPU demo registers ArgMax) runs in place of
+        those nodes: the program is rebuilt with them as custom nodes, and rebuilt back if the
+        registration fails."""
         if self.shapes.binding is None:
             raise RknnError(PARAM_INVALID, "the context has no weights loaded")
-        self.shapes.binding.register(ops)
+        replaced = self.model.builtin_types({str(op.op_type) for op in ops})
+        if not replaced - self.weights.replaced:
+            self.shapes.binding.register(ops)
+            return
+        if self.frames.frame_id:  # (a rebuilt binding would forget that a run happened)
+            raise RknnError(FAIL, "register custom ops after rknn_init and before rknn_run")
+        before = self.weights.replaced
+        self.weights.replace_builtin(before | replaced)
+        self._bind()
+        try:
+            self.shapes.binding.register(ops)
+        except BaseException:
+            self.weights.replace_builtin(before)
+            self._bind()
+            raise
+        log.info(f"custom op {', '.join(sorted(replaced))} replaces the model's built-in "
+                 "operator of that type")
 
     def mem_size(self) -> dict[str, int]:
         sizes = self.weights.mem_size()

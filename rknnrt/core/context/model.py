@@ -180,14 +180,31 @@ class Model:
                 return index
         return None
 
-    def program(self, weights: np.ndarray, in_place: bool = False) -> Program:
+    def program(self, weights: np.ndarray, in_place: bool = False,
+                replaced: frozenset[str] = frozenset()) -> Program:  # fmt: skip
         """One onnxruntime program, or NPU and CPU segments when the model has custom ops or
-        operators the platform's NPU lacks (core/program/segmented.py)."""
+        operators the platform's NPU lacks (core/program/segmented.py). `replaced`: built-in
+        op types whose nodes run as custom ops (a registered op of that type replaces them)."""
+        if replaced:
+            from ...model.custom_ops import as_custom  # imports onnx: not at `import rknnrt`
+
+            graph = as_custom(self.graph, replaced)
+            return partition.SegmentedProgram(self.meta, graph, weights, self.platform.name)
         if placement.needs_partition(self.graph, self.platform.name):
             return partition.SegmentedProgram(
                 self.meta, self.graph, weights, self.platform.name
             )
         return whole.Program(self.meta, self.graph, weights, in_place)
+
+    def builtin_types(self, op_types: set[str]) -> frozenset[str]:
+        """Those of `op_types` that name built-in nodes of the model (not its custom ops):
+        a registered op of such a type runs in their place (docs/custom-ops.md)."""
+        from ...model import custom_ops  # imports onnx: not at `import rknnrt`
+        from ..lazy_imports import onnx
+
+        model = onnx.load_model_from_string(self.graph)
+        custom = {n.op_type for n in model.graph.node if custom_ops.is_custom(n)}
+        return frozenset((op_types & custom_ops.builtin_op_types(model)) - custom)
 
     def log_fallback(self, options: InitOptions) -> None:
         """EXECUTE_FALLBACK_PRIOR_DEVICE_GPU: operators the NPU cannot run would prefer the GPU;

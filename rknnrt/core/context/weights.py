@@ -46,6 +46,8 @@ class Weights:
         self.platform = model.platform
         self.array: np.ndarray | None = None  # the weights the program reads
         self.program: Program | None = None
+        # built-in op types a registered custom op replaces (facade.register_custom_ops)
+        self.replaced: frozenset[str] = frozenset()
         self.weight_memory: Memory | None = None  # MEM_ALLOC_OUTSIDE: the application's
         self.internal_memory: Memory | None = None
         self.sram_taken = 0
@@ -56,6 +58,7 @@ class Weights:
     def share(self, source: Weights) -> None:
         """rknn_dup_context: the same weights and program."""
         self.array, self.program = source.array, source.program
+        self.replaced = source.replaced  # (its replacing ops are registered per context)
 
     def load(self, donor: Weights | None) -> None:
         """rknn_init's memory work, per flags (facts §5.6)."""
@@ -90,7 +93,8 @@ class Weights:
         if not options.internal_alloc_outside:
             self._internal_buffer = Buffer(self.internal_dram_size(), cacheable=False)
         if self.array is not None:
-            self.program = self.model.program(self.array, options.model_zero_copy)
+            self.program = self.model.program(self.array, options.model_zero_copy,
+                                              self.replaced)  # fmt: skip
 
     def _borrow(self, donor: Weights | None) -> None:
         if self.model.dynamic or (donor is not None and donor.model.dynamic):
@@ -153,7 +157,14 @@ class Weights:
         self._pending = None
         self.weight_memory = memory
         self.array = memory.device[:need]
-        self.program = self.model.program(self.array)
+        self.program = self.model.program(self.array, replaced=self.replaced)
+
+    def replace_builtin(self, op_types: frozenset[str]) -> None:
+        """A new program in which the built-in nodes of `op_types` run as custom ops."""
+        if self.array is not None:
+            self.program = self.model.program(self.array, self.options.model_zero_copy,
+                                              op_types)  # fmt: skip
+        self.replaced = op_types
 
     def set_internal_mem(self, memory: Memory) -> None:
         if not self.options.internal_alloc_outside:

@@ -1,16 +1,16 @@
 """Attention: the compiler's fused exSDPAttention (softmax(Q K^T s) V) and exMatMul.
 
 exSDPAttention's three inputs are Q, K and V, each [heads, head dim, 1, tokens] (the compiler
-keeps a transformer's features on the channels and its tokens on the width). The scale s is not an
-attribute: rk3588/rk3562 program it as float16 in bits 31:16 of register 0x4068 of the op's
+keeps a transformer's features on the channels and its tokens on the width). The scale s is not
+an attribute: rk3588/rk3562 program it as float16 in bits 31:16 of register 0x4068 of the op's
 tasks (the one non-zero value they write there; in int8 files a multiplier in bits 31:16 over
-2^(bits 13:8)), rk3576/rv1126b as float16 word 0 of the
-constant `<output>_qk_conv_mul_add_output_BNcfgTensor` (inferred from toolkit 2.5.0 builds
-with s = 1/4 and 0.3). int8 files of rk3576/rv1126b keep it as a multiplier and shift instead:
-u16 word 0 of `<output>_qk_conv_mul_add_output_BnCfg_BNcfgTensor` over 2^(word 8's low byte)
-(word 8 repeats the shift in its high byte). For s = 1 no format programs a scale (builds with
-s in {0.05, 0.125, 0.25, 1/sqrt(8), 0.3, 0.7, 1, 2.5}, int8 on all four, s = 1 in float16 on
-rk3588 and rk3576). Where 1/sqrt(head dim) rounds to the
+2^(bits 13:8); rv1106 int8 likewise, in its tasks whose BN_CFG is 0x2), rk3576/rv1126b as
+float16 word 0 of the constant `<output>_qk_conv_mul_add_output_BNcfgTensor` (inferred from
+toolkit 2.5.0 builds with s = 1/4 and 0.3). int8 files of rk3576/rv1126b keep it as a
+multiplier and shift instead: u16 word 0 of `<output>_qk_conv_mul_add_output_BnCfg_BNcfgTensor`
+over 2^(word 8's low byte) (word 8 repeats the shift in its high byte). For s = 1 no format
+programs a scale (builds with s in {0.05, 0.125, 0.25, 1/sqrt(8), 0.3, 0.7, 1, 2.5}, int8 on
+all four, s = 1 in float16 on rk3588 and rk3576). Where 1/sqrt(head dim) rounds to the
 stored value, that exact value is used (the usual scale).
 """
 
@@ -24,7 +24,11 @@ from .fileformat import CONST_KINDS, Node, Tensor
 from .graph import GraphBuilder, operands, output
 
 OPS = OpTable()
-SCALE_REG = {"RKNPU v2": 0x4068, "RKNPU t4": 0x4068}
+SCALE_REG = {"RKNPU v2": 0x4068, "RKNPU t4": 0x4068, "RKNPU t3": 0x4068}
+# rv1106 also writes 0x4068 in its softmax's tasks (0x6a660000, BN_CFG 0x20000): its scale is
+# the value of the tasks whose BN_CFG (0x4060) is 0x2, the multiply alone (toolkit 2.5.0 builds
+# with s in {0.05, 0.125, 0.25, 0.3, 0.7, 1, 2.5}; s = 1 programs no such task)
+SCALE_TASK_KEY = {"RKNPU t3": (0x4060, 0x2)}
 SCALE_CFG_SUFFIX = "_qk_conv_mul_add_output_BNcfgTensor"
 SCALE_INT8_SUFFIX = "_qk_conv_mul_add_output_BnCfg_BNcfgTensor"
 SCALE_INT8_SHIFT_WORD = 8
@@ -56,7 +60,11 @@ def _scale(b: GraphBuilder, n: Node, head_dim: int) -> float:
     unity = any(t.name == name + QK_SUFFIX for t in b.m.tensors)
     scale = None
     if fmt in SCALE_REG:
-        written = b.registers().register_values(n, SCALE_REG[fmt]) - {0}
+        if fmt in SCALE_TASK_KEY:
+            written = b.registers().register_values_where(n, SCALE_REG[fmt],
+                                                          *SCALE_TASK_KEY[fmt]) - {0}  # fmt: skip
+        else:
+            written = b.registers().register_values(n, SCALE_REG[fmt]) - {0}
         if not written and unity:
             return 1.0
         value = written.pop() if len(written) == 1 else 0

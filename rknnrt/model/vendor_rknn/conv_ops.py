@@ -22,7 +22,8 @@ from .graph import GraphBuilder, is_helper
 # weight type.
 VERIFIED_PACKINGS = {
     "float16": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3"),
-    "int8": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3", "RKNPU t3"),
+    "int8": ("RKNPU v2", "RKNPU lite", "RKNPU f2", "RKNPU t4", "RKNPU f3", "RKNPU t3",
+             "RKNPU w1"),
 }
 # Conv attribute slots (ONNX names in alphabetical order; pooling: window_ops.py).
 CONV_DILATIONS, CONV_GROUP, CONV_KERNEL, CONV_PADS, CONV_STRIDES = 1, 2, 3, 4, 5
@@ -88,6 +89,7 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
         )
     # The weights stay in their stored type inside the graph (half or a quarter of float32
     # bytes to serialise and load); onnxruntime folds the conversion once at session creation.
+    acc_unit = float("nan")
     if w.dtype == "float16":
         w16 = weights.unpack(m.data(w), "float16", w.native_shape, oc, ic, kh, kw, w.name)
         if depthwise:
@@ -111,6 +113,8 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
         centred = b.add("Sub", [q, b.const(conv.zw.reshape(per_channel), "wzp")], "wc")
         weight = b.add("Mul", [centred, b.const(conv.scale.reshape(per_channel), "ws")], "wf")
         bf = conv.bias
+        # real value of one accumulator unit of channel 0 (rv1106 keeps a Clip's upper bound so)
+        acc_unit = float(x.scale[0]) * float(conv.scale[0])
     else:
         raise VendorFormatError(f"vendor .rknn model: conv weight type {w.dtype} is not supported")
     attrs = dict(kernel_shape=kernel, group=group)
@@ -137,7 +141,7 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
         elif step == "Relu":
             y = b.add("Relu", [y], "relu")
         elif step == "Clip":
-            y = _clip(b, n, y)
+            y = _clip(b, n, y, acc_unit)
         elif b.quantized and _lut_activation(steps) is None:  # a table after other steps
             raise VendorFormatError(
                 f"vendor .rknn model: int8 op {n.op_type} '{n.name}' (its pre-activation "
@@ -206,22 +210,82 @@ def _shortest(value: float, tolerance: float) -> float:
     return value
 
 
-def _clip(b: GraphBuilder, n: Node, y: str) -> str:
+def _clip(b: GraphBuilder, n: Node, y: str, acc_unit: float) -> str:
     """A fused Clip with the bounds its registers hold (in int8 before the output's own
-    rounding and saturation). rv1103/rv1106 (RKNPU t3) int8 programs no bounds where the other
-    formats do: the output's int8 range clips, which is the Clip only for a lower bound of 0
-    (zero point -128) with the calibrated range inside the upper one (a Relu, then saturation)."""
+    rounding and saturation); rv1103/rv1106 int8: `_mini_clip`."""
     fmt = b.m.npu_format
-    if b.quantized and (fmt, True) not in CLIP_REGS:
-        if b.m.tensors[n.outputs[0]].zp[:1] != [-128]:
-            raise VendorFormatError(
-                f"vendor .rknn model: int8 ConvClip '{n.name}' with a lower bound other than 0 "
-                f"is not supported ({fmt})"
-            )
-        return b.add("Relu", [y], "relu")
-    lo, hi = clip_bounds(b, n)
+    if b.quantized and fmt in MINI_CLIP_REGS:
+        return _mini_clip(b, n, y, acc_unit)
+    lo, hi = _w1_clip_bounds(b, n, acc_unit) if b.quantized and fmt in W1_CLIP_REGS \
+        else clip_bounds(b, n)  # fmt: skip
     bounds = [b.const(np.array(v, np.float32), "clip") for v in (lo, hi)]
     return b.add("Clip", [y, *bounds], "clip")
+
+
+# rv1103/rv1106 (RKNPU t3) int8 ConvClip (toolkit 2.5.0 builds of one conv + Clip(lo, hi), lo
+# from -3 to 2.2, hi from -1 to 6, docs/vendor-rknn.md): BN_CFG 0x4060 is 0x20010 where lo is
+# not 0 (0x12 where it is), 0x4064 holds lo's integer part (truncated toward 0, in real units:
+# -1.5 -> -1, 0.5 -> 0) and 0x4018 its negation, and 0x4028 (also 0x40e4) hi in units of channel
+# 0's accumulator (s_in x s_w[0]). The fraction of lo is stored nowhere.
+MINI_CLIP_REGS = {"RKNPU t3": (0x4060, 0x4064, 0x4028)}
+MINI_CLIP_LO_SET = 0x20000  # the BN_CFG bit set where lo is not 0
+
+
+# rv1103b/rv1106b (RKNPU w1) int8 ConvClip (the same builds for rv1106b): 0x4050 holds lo in
+# units of the output conversion's input (OUT_CVT scale / 2^shift x the output scale), 0x4060
+# (and 0x4068) hi - lo in units of channel 0's accumulator, as rv1106's hi.
+W1_CLIP_REGS = {"RKNPU w1": (0x4050, 0x4060)}
+
+
+def _w1_clip_bounds(b: GraphBuilder, n: Node, acc_unit: float) -> tuple[float, float]:
+    regs = b.registers().first_task(n) or {}
+    lo_reg, span_reg = W1_CLIP_REGS[b.m.npu_format]
+    out = b.m.tensors[n.outputs[0]]
+    lo = hi = float("nan")
+    if lo_reg in regs and span_reg in regs and out.scale and np.isfinite(acc_unit):
+        _, scale, shift = b.regs.out_cvt(n)
+        unit = scale / 2.0**shift * float(out.scale[0])
+        lo = _shortest(_int_reg(regs, lo_reg) * unit, unit)
+        span = _int_reg(regs, span_reg) * acc_unit
+        hi = _shortest(lo + span, acc_unit + abs(span) * 2.0**-12)
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise VendorFormatError(
+            f"vendor .rknn model: the bounds of ConvClip '{n.name}' ({b.m.npu_format}) are not "
+            "decoded"
+        )
+    return float(np.float32(lo)), float(np.float32(hi))
+
+
+def _mini_clip(b: GraphBuilder, n: Node, y: str, acc_unit: float) -> str:
+    """rv1106's int8 Clip(lo, hi). The simulator clips at lo and hi, then rounds to the
+    output's grid, which calibration on the clipped tensor spans from min(lo', 0) to
+    max(hi', 0) (lo <= lo', hi' <= hi the calibrated range, each end within half a step): so a
+    lower bound <= 0 is the grid's saturation, exactly, and needs no register; above 0 (the
+    grid then starts at 0) it would need the fraction the file does not keep, so it is
+    refused by name. The upper bound is decoded (a negative one is not the saturation)."""
+    regs = b.registers().first_task(n) or {}
+    cfg_reg, lo_reg, hi_reg = MINI_CLIP_REGS[b.m.npu_format]
+    out = b.m.tensors[n.outputs[0]]
+    if any(r not in regs for r in (cfg_reg, lo_reg, hi_reg)) or not out.zp \
+            or not np.isfinite(acc_unit):  # fmt: skip
+        raise VendorFormatError(
+            f"vendor .rknn model: the bounds of ConvClip '{n.name}' ({b.m.npu_format}) are "
+            "not decoded"
+        )
+    lo_int, lo_set = _int_reg(regs, lo_reg), bool(regs[cfg_reg] & MINI_CLIP_LO_SET)
+    # lo_int 0 with lo set: lo in (-1, 0) or (0, 1); the grid starting at 0 says lo >= 0
+    # unless the data never went below 0, so the sign is unknown there
+    if lo_int > 0 or (lo_set and lo_int == 0 and out.zp[0] == -128):
+        raise VendorFormatError(
+            f"vendor .rknn model: int8 ConvClip '{n.name}' with a lower bound above 0 is not "
+            f"supported ({b.m.platform} stores only its integer part, {lo_int})"
+        )
+    # acc_unit comes from channel 0's 14-bit C (int8.py), the compiler's from its float scale
+    value = _int_reg(regs, hi_reg) * acc_unit
+    hi = _shortest(value, acc_unit + abs(value) * 2.0**-12)
+    if not lo_set:  # lo = 0: the grid starts at 0 only if the data went above 0
+        y = b.add("Relu", [y], "relu")
+    return b.add("Min", [y, b.const(np.array(hi, np.float32), "clip_hi")], "clip")
 
 
 # A fused HardSigmoid feeds a linear lookup table u -> clamp(u / 2^16 + 1/2) with

@@ -36,9 +36,8 @@ CONST_KINDS = (KIND_CONST_NPU, KIND_CONST_CPU, KIND_CONST_AUX)
 NPU_FORMATS = {"RKNPU v2": ("rk3588",), "RKNPU lite": ("rk3566", "rk3568"),
                "RKNPU f2": ("rk3576",), "RKNPU t4": ("rk3562",),
                "RKNPU f3": ("rv1126b",)}  # fmt: skip
-# The same field in the mini files (mini_format.py) this reader decodes (rv1106b's "RKNPU w1"
-# differs: refused).
-MINI_NPU_FORMATS = {"RKNPU t3": ("rv1103", "rv1106")}
+# The same field in the mini files (mini_format.py).
+MINI_NPU_FORMATS = {"RKNPU t3": ("rv1103", "rv1106"), "RKNPU w1": ("rv1103b", "rv1106b")}
 
 
 @dataclass

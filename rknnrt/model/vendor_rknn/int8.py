@@ -27,18 +27,23 @@ OUT_CVT = {
     "RKNPU t4": (0x40AC, 0x40B0, 0x40B4),  # rk3562
     "RKNPU f3": (0x40AC, 0x40B0, 0x40B4),  # rv1126b
     "RKNPU t3": (0x4080, 0x4084, 0x4088),  # rv1103/rv1106 (mini format)
+    # rv1103b/rv1106b: the scale in bits 15:0 and the shift in bits 23:16 of one register
+    "RKNPU w1": (0x408C, 0x4090, 0x4090),
 }
 TASK = struct.Struct("<8IQ")  # flags, op index, enable mask, 3 x irq, count, offset, address
 # Output channels per bias-blob group `[g x i32 A | g x i16 B | g x u16 C]` (NPU format).
 BIAS_GROUP = {"RKNPU v2": 8, "RKNPU lite": 4, "RKNPU f2": 8, "RKNPU t4": 4, "RKNPU f3": 8,
-              "RKNPU t3": 4}  # fmt: skip
+              "RKNPU t3": 4, "RKNPU w1": 4}  # fmt: skip
+# Bias blobs of another layout (B between two halves of A and C: mini_weights.w1_bias_blob).
+_BIAS_UNPACK = {"RKNPU w1": mini_weights.w1_bias_blob}
 # rv1126b's int8 weights and bias blobs are byte for byte rk3576's (the same ONNX model built
 # for both), so it follows rk3576's int8 rules.
 INT8_FAMILY = {"RKNPU f3": "RKNPU f2"}
 # Depthwise weights as (w, -zw) pairs with a bias blob without B (weights.unpack_depthwise_pairs).
-DEPTHWISE_PAIRS = ("RKNPU f2", "RKNPU t4", "RKNPU t3")
-# rv1106 pairs each weight with its own -zw (mini_weights.py)
-_PAIR_UNPACK = {"RKNPU t3": mini_weights.unpack_depthwise}
+DEPTHWISE_PAIRS = ("RKNPU f2", "RKNPU t4", "RKNPU t3", "RKNPU w1")
+# rv1106 and rv1106b pair each weight with its own -zw (mini_weights.py)
+_PAIR_UNPACK = {"RKNPU t3": mini_weights.unpack_depthwise,
+                "RKNPU w1": mini_weights.unpack_depthwise_split}  # fmt: skip
 
 
 def family(npu_format: str) -> str:
@@ -103,6 +108,16 @@ class RegisterFile:
                 rows.append((offset - (1 << 32) if offset >> 31 else offset, scale & 0xFFFF, shift))
         return rows
 
+    def register_values_where(self, n: Node, reg: int, key: int, key_value: int) -> set[int]:
+        """Every value op `n`'s tasks write to `reg` in the tasks that set `key` to
+        `key_value` (each task's first value of `key`)."""
+        found = set()
+        for regs, values in self._tasks.get(n.index, []):
+            keyed = values[regs == key]
+            if keyed.size and int(keyed[0]) == key_value:
+                found |= set(values[regs == reg].tolist())
+        return found
+
     def first_task(self, n: Node) -> dict[int, int] | None:
         """The registers of op `n`'s first task that is no lookup-table upload."""
         return self.first.get(n.index)
@@ -115,6 +130,8 @@ class RegisterFile:
                 "registers are not decoded"
             )
         offset, scale, shift = (regs[r] for r in self.cvt)
+        if self.cvt[1] == self.cvt[2]:  # one register: the shift in bits 23:16 (rv1106b)
+            shift = (shift >> 16) & 0xFF
         # the scale is 16 bits; rk3576 sets bit 16 in fused element-wise convolutions
         return offset, scale & 0xFFFF, shift
 
@@ -223,6 +240,8 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
     if pairs_zw is not None:  # rk3576 depthwise: blob groups [A | C], zero points in q
         a, c = _bias_blob_without_b(_data(regs, bias), oc, group, bias.name)
         b = -pairs_zw
+    elif fmt in _BIAS_UNPACK:
+        a, b, c = _BIAS_UNPACK[fmt](_data(regs, bias), oc, bias.name)
     else:
         a, b, c = _bias_blob(_data(regs, bias), oc, group, bias.name)
     s_in, s_out = float(x.scale[0]), float(y.scale[0])

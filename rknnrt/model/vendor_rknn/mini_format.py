@@ -47,6 +47,12 @@ NPU_FORMATS = fileformat.MINI_NPU_FORMATS
 # CNA registers of a convolution task (the encoding Mesa's RK3588 NPU driver documents): the
 # strides and dilations (CONV_CON3) and the top/left padding (PAD_CON0).
 CNA_CONV_CON3, CNA_PAD_CON0 = 0x1014, 0x1068
+# rv1103b/rv1106b ("RKNPU w1") map the CNA differently (toolkit 2.5.0 builds of one conv with
+# each stride, dilation, pad and kernel varied alone, docs/vendor-rknn.md): 0x100c x stride bits
+# 3:0, y stride bits 7:4, x dilation - 1 bits 19:16, y dilation - 1 bits 27:24; the top pad in
+# bits 27:24 of 0x1028, the left pad in bits 15:8 of 0x1084 (bottom 23:16, right 31:24; the
+# least that give the output size, as computed below).
+W1_CONV_CFG, W1_TOP_PAD, W1_PADS = 0x100C, 0x1028, 0x1084
 
 
 class _Attrs:
@@ -228,23 +234,38 @@ def _conv_attributes(m: VendorModel) -> None:
             n.attrs = _Attrs(conv_attrs(m, n, regs.first_task(n) or {}))  # type: ignore[assignment]
 
 
+def _cna_fields(npu_format: str, regs: dict[int, int]
+                ) -> tuple[list[int], list[int], int, int, int] | None:  # fmt: skip
+    """(strides, dilations, top pad, left pad, the stride register) of a conv task's CNA
+    registers, per NPU format; None where a register is missing."""
+    if npu_format == "RKNPU w1":
+        if any(r not in regs for r in (W1_CONV_CFG, W1_TOP_PAD, W1_PADS)):
+            return None
+        cfg = regs[W1_CONV_CFG]
+        strides = [(cfg >> 4) & 0xF, cfg & 0xF]
+        dilations = [((cfg >> 24) & 0xF) + 1, ((cfg >> 16) & 0xF) + 1]
+        return strides, dilations, (regs[W1_TOP_PAD] >> 24) & 0xF, (regs[W1_PADS] >> 8) & 0xFF, cfg
+    if CNA_CONV_CON3 not in regs or CNA_PAD_CON0 not in regs:
+        return None
+    con3, pad0 = regs[CNA_CONV_CON3], regs[CNA_PAD_CON0]
+    # d - 1 in bits 25:21 (rows) and 20:16 (columns); pads: top bits 3:0, left bits 11:8
+    dilations = [((con3 >> 21) & 0x1F) + 1, ((con3 >> 16) & 0x1F) + 1]
+    return [(con3 >> 3) & 7, con3 & 7], dilations, pad0 & 0xF, (pad0 >> 8) & 0xF, con3
+
+
 def conv_attrs(m: VendorModel, n: Node, regs: dict[int, int]) -> dict[int, list[int]]:
     """The attributes of convolution `n` (no attribute table in mini files): the kernel from
     its weight's shape, strides and dilations from CNA_CONV_CON3, top/left pads from
     CNA_PAD_CON0 and bottom/right pads as the least that give the output's size."""
     ins = [m.tensors[i] for i in n.inputs]
-    if len(ins) < 2 or not n.outputs or len(ins[1].shape) != 4 or CNA_CONV_CON3 not in regs \
-            or CNA_PAD_CON0 not in regs:  # fmt: skip
+    decoded = _cna_fields(m.npu_format, regs)
+    if len(ins) < 2 or not n.outputs or len(ins[1].shape) != 4 or decoded is None:
         raise VendorFormatError(
             f"vendor .rknn model (mini format): the attributes of {n.op_type} '{n.name}' are "
             "not decoded"
         )
     x, w, y = ins[0], ins[1], m.tensors[n.outputs[0]]
-    con3, pad0 = regs[CNA_CONV_CON3], regs[CNA_PAD_CON0]
-    strides = [(con3 >> 3) & 7, con3 & 7]
-    # d - 1 in bits 25:21 (rows) and 20:16 (columns); pads: top bits 3:0, left bits 11:8
-    dilations = [((con3 >> 21) & 0x1F) + 1, ((con3 >> 16) & 0x1F) + 1]
-    top, left = pad0 & 0xF, (pad0 >> 8) & 0xF
+    strides, dilations, top, left, con3 = decoded
     oc, ic, kh, kw = w.shape
     group = 1
     if len(x.shape) == 4 and len(y.shape) == 4 and oc == 1 and ic == x.shape[1] == y.shape[1] > 1:
@@ -256,7 +277,7 @@ def conv_attrs(m: VendorModel, n: Node, regs: dict[int, int]) -> dict[int, list[
     if len(x.shape) != 4 or len(y.shape) != 4 or min(strides) < 1:
         raise VendorFormatError(
             f"vendor .rknn model (mini format): convolution '{n.name}' has undecodable "
-            f"strides or shapes (CONV_CON3 {con3:#x})"
+            f"strides or shapes (stride register {con3:#x})"
         )
     pads_end = []
     for axis, (k, d, s, begin) in enumerate(((kh, dilations[0], strides[0], top),

@@ -72,6 +72,27 @@ def _io_dims(m: VendorModel, t: Tensor, k: int, sets: list[list[list[int]]]) -> 
             for d, v in enumerate(t.shape)]  # fmt: skip
 
 
+# NPU formats whose compiler splits a convolution from the lookup-table activation the others
+# fuse into it (rv1106b: Conv then exSwish where rv1106 has ConvExSwish), and those
+# activations. The simulator computes the fused op: the convolution's output, stored by the
+# board, is not rounded in the simulator (toolkit 2.5.0: swish 96.3% -> 99.5% bit-equal).
+SPLIT_FORMATS = ("RKNPU w1",)
+SPLIT_ACTIVATIONS = ("exSwish", "Sigmoid", "HardSwish", "HardSigmoid", "exGelu")
+
+
+def split_activation_inputs(m: VendorModel) -> set[int]:
+    """The tensors that a plain Conv writes and only split activations read (not outputs)."""
+    if m.npu_format not in SPLIT_FORMATS:
+        return set()
+    readers: dict[int, list[str]] = {}
+    for n in m.nodes:
+        for i in n.inputs:
+            readers.setdefault(i, []).append(n.op_type)
+    return {i for n in m.nodes if n.op_type == "Conv" for i in n.outputs
+            if i not in m.outputs and readers.get(i)
+            and all(r in SPLIT_ACTIVATIONS for r in readers[i])}  # fmt: skip
+
+
 def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
     """(graph builder holding the ONNX model, input tensors, output tensors) for a parsed
     vendor model; place_weights() then finishes the model."""
@@ -91,6 +112,7 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
             b.values[t.index] = b.add("Cast", [t.name], "in", to=TensorProto.FLOAT)
         else:
             b.values[t.index] = b.add("Identity", [t.name], "in")
+    unrounded = split_activation_inputs(m)
     for n in m.nodes:
         if n.op_type in registry.BOUNDARY:
             continue
@@ -99,7 +121,10 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
         decoder = registry.lookup(n, m.custom_op_types)
         raw = decoder.decode(b, n)
         for i, value in zip(n.outputs, [raw] if isinstance(raw, str) else raw):
-            b.store(value, m.tensors[i])
+            if i in unrounded:
+                b.values[i] = value
+            else:
+                b.store(value, m.tensors[i])
     graph_out = []
     for k, t in enumerate(outs):
         dtype = _io_dtype(m, t)

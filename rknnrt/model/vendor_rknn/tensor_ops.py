@@ -132,5 +132,8 @@ def argmax(b: GraphBuilder, n: Node) -> str:
     if not -len(src.shape) <= axis < len(src.shape) or keepdims not in (0, 1) or \
             last not in (0, 1) or max(src.shape, default=0) >= 1 << 24:  # fmt: skip
         raise VendorFormatError(f"vendor .rknn model: ArgMax '{n.name}' is not supported")
-    index = b.add("ArgMax", [x], "argmax", axis=axis, keepdims=keepdims, select_last_index=last)
+    # named as the file's node: a custom op registered as "ArgMax" replaces it and reads
+    # its "name" (docs/vendor-rknn.md, "Custom operators")
+    index = b.add("ArgMax", [x], "argmax", name=n.name, axis=axis, keepdims=keepdims,
+                  select_last_index=last)  # fmt: skip
     return b.add("Cast", [index], "argf", to=TensorProto.FLOAT)
