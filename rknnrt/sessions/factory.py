@@ -72,6 +72,17 @@ def _exact(model: Any, policy: Policy) -> bool:
             and not int8_kernels.fast_kernels_exact())  # fmt: skip
 
 
+def register_kernels(options: Any, model: Any) -> None:
+    """Registers rknnrt's compiled kernel library in `options` where `model` (bytes or
+    ModelProto) has nodes of its domain; a tool building its own session calls this too."""
+    if _uses_kernels(model):
+        library = kernels.loaded()
+        if library is None:  # only a graph rewritten in this process carries the domain
+            raise RuntimeError(f"the graph has {kernels.DOMAIN} nodes but no kernel library is "
+                               "loaded in this process")  # fmt: skip
+        options.register_custom_ops_library(str(library))
+
+
 def options_for(
     model: Any,
     policy: Policy,
@@ -106,12 +117,7 @@ def options_for(
         options.optimized_model_filepath = optimized_model_path
     for key, value in (config or {}).items():
         options.add_session_config_entry(key, value)
-    if _uses_kernels(model):
-        library = kernels.loaded()
-        if library is None:  # only a graph rewritten in this process carries the domain
-            raise RuntimeError(f"the graph has {kernels.DOMAIN} nodes but no kernel library is "
-                               "loaded in this process")  # fmt: skip
-        options.register_custom_ops_library(str(library))
+    register_kernels(options, model)
     if initializers is not None and initializers[0]:
         options.add_external_initializers(*initializers)
     if files_in_memory is not None and files_in_memory[0]:

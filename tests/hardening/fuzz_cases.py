@@ -39,30 +39,46 @@ def vendor_fields(blob: bytes) -> tuple[tuple[int, int], ...]:
 
     seen: set[tuple[int, int]] = set()
 
+    def record(fmt: str, offset: int) -> None:
+        # a run of items ('<12H': a whole vtable) is recorded item by item, the first 64
+        item = struct.calcsize(fmt[0] + fmt[-1])
+        count = struct.calcsize(fmt) // item
+        seen.update((offset + k * item, item) for k in range(min(count, 64)))
+
     class _Recorded:
         def __init__(self, inner: struct.Struct) -> None:
             self.inner, self.size = inner, inner.size
 
         def unpack_from(self, buf, offset: int = 0):
-            seen.add((offset, self.inner.size))
+            record(self.inner.format, offset)
             return self.inner.unpack_from(buf, offset)
 
     class _Struct:
-        Struct, calcsize, error = struct.Struct, struct.calcsize, struct.error
+        calcsize, error = struct.calcsize, struct.error
 
         @staticmethod
-        def unpack_from(fmt, buf, offset: int = 0):
-            seen.add((offset, struct.calcsize(fmt)))
+        def Struct(fmt: str) -> _Recorded:  # noqa: N802 (the struct module's name)
+            return _Recorded(struct.Struct(fmt))
+
+        @staticmethod
+        def unpack_from(fmt: str, buf, offset: int = 0):
+            record(fmt, offset)
             return struct.unpack_from(fmt, buf, offset)
 
-    saved = (flatbuf._U16, flatbuf._U32, flatbuf._I32, flatbuf.struct)
-    flatbuf._U16, flatbuf._U32, flatbuf._I32 = (_Recorded(x) for x in saved[:3])
+    names = ("_U32", "_I32", "_VT_HEAD")
+    saved = tuple(getattr(flatbuf, n) for n in names)
+    saved_scalars, saved_struct = flatbuf._SCALARS, flatbuf.struct
+    for n, x in zip(names, saved):
+        setattr(flatbuf, n, _Recorded(x))
+    flatbuf._SCALARS = {}  # refilled through _Struct.Struct: the scalars' reads recorded too
     flatbuf.struct = _Struct  # type: ignore[assignment]
     mini = mini_format.is_mini(memoryview(blob))  # rv1106's container (0x1004)
     try:
         (mini_format.parse if mini else fileformat.parse)(memoryview(blob))
     finally:
-        flatbuf._U16, flatbuf._U32, flatbuf._I32, flatbuf.struct = saved
+        for n, x in zip(names, saved):
+            setattr(flatbuf, n, x)
+        flatbuf._SCALARS, flatbuf.struct = saved_scalars, saved_struct
     # the FlatBuffer's place in the file; a mini file's section table (0x40: 7 u32) too
     base = mini_format.flatbuffer_offset(memoryview(blob)) if mini else fileformat.HEADER_SIZE
     table = [(mini_format.PAYLOAD_AT + 4 * k, 4) for k in range(7)] if mini else []

@@ -142,3 +142,25 @@ def test_fuzz_model_loading(three_models, tmp_path) -> None:
           f"{dict(sorted(tally.items()))}")  # the figures for docs
     assert tally["accepted"] > 0 and tally["refused"] > cases // 2
     assert tally["kind:vendor_field"] > 0 and tally["kind:resource_bomb"] > 0
+
+
+def test_the_recorded_fields_hold_the_root_vtable_and_the_scalars() -> None:
+    """The structure-aware mutations reach every vtable slot of the file's root table (read
+    as one run of u16) and the scalars read through compiled formats."""
+    import struct
+
+    from rknnrt.model.vendor_rknn import fileformat
+
+    from .fuzz_cases import vendor_fields
+
+    blob = (FIXTURES / "avgpool_rk3588_i8.rknn").read_bytes()
+    fields = set(vendor_fields(blob))
+    base = fileformat.HEADER_SIZE
+    root = base + struct.unpack_from("<I", blob, base)[0]
+    vtable = root - struct.unpack_from("<i", blob, root)[0]
+    vt_size = struct.unpack_from("<H", blob, vtable)[0]
+    assert (root, 4) in fields and (vtable, 2) in fields and (vtable + 2, 2) in fields
+    slots = range(vtable + 4, vtable + vt_size, 2)
+    assert len(slots) >= 2 and all((at, 2) in fields for at in slots)
+    # scalars other than offsets are read too: 1- and 8-byte fields beside the u16s and u32s
+    assert {width for _, width in fields} == {1, 2, 4, 8}

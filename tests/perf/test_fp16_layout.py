@@ -281,6 +281,8 @@ def test_the_layout_session_packs_no_weights_and_lays_out_the_same(tmp_path) -> 
         return [session.run(None, {"x": x.astype(np.float16)})[0].tobytes()
                 for x in _inputs(16)]  # fmt: skip
 
-    assert ops(unpacked.graph) == ops(packed.graph)
+    # the same operators; their order may differ (onnxruntime's topological order of the nodes
+    # it makes follows their process-wide names: seen on a CI machine)
+    assert sorted(ops(unpacked.graph)) == sorted(ops(packed.graph))
     assert unpacked.data.tobytes() == packed.data.tobytes() and unpacked.data.size > 0
     assert run(unpacked) == run(packed)

@@ -20,6 +20,7 @@ import rknnrt as rk
 from rknnrt.core.program import whole
 from rknnrt.lite import RKNNLite
 from rknnrt.model import numerics
+from rknnrt.sessions import factory
 from rknnrt.toolkit import RKNN, passes
 from rknnrt.toolkit.quantize import quantize_model
 
@@ -145,6 +146,7 @@ def _run(program: onnx.ModelProto, quantized, test: list[np.ndarray], exposed: d
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     else:  # the graph the runtime runs (its integer island sums included)
         graph, _ = whole.execution_graph(graph, {})
+    factory.register_kernels(options, graph)  # the runtime's compiled int8 kernels
     session = ort.InferenceSession(graph, options,
                                    providers=["CPUExecutionProvider"])  # fmt: skip
     feed = dict(fed)

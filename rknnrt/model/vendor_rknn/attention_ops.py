@@ -99,7 +99,11 @@ def attention(b: GraphBuilder, n: Node) -> str:
         )
     q, k, v = (b.value(t) for t in real)
     scale = _scale(b, n, real[0].shape[1])
-    grids = _int8_grids(b, n, real, scale) if b.quantized else None
+    # The mini format (rv1103/rv1106) stores no calibrated ranges, so Q's symmetric step and
+    # the grids inside are unknown there: its attention runs without them (the agreement
+    # bounds of tests/vendor/test_vendor_mini.py state what that costs).
+    ranged = all(t.lo and t.hi for t in real)
+    grids = _int8_grids(b, n, real, scale) if b.quantized and ranged else None
     # [H, D, 1, T] -> [H, 1, T, D]
     qt, vt = (b.add("Transpose", [x], "tok", perm=[0, 2, 3, 1]) for x in (q, v))
     kt = b.add("Transpose", [k], "kt", perm=[0, 2, 1, 3])  # [H, 1, D, T]
@@ -178,7 +182,7 @@ def matmul(b: GraphBuilder, n: Node) -> str:
     a, bb = (b.add("Reshape", [b.value(t), b.const(np.array([t.shape[0], t.shape[1], -1],
                                                              np.int64), "shape")], "mm_in")
              for t in feats)  # fmt: skip
-    if b.quantized:
+    if b.quantized and feats[1].lo and feats[1].hi:  # the mini format stores no range
         bb = b.on_grid(bb, symmetric_scale(n, feats[1]), 0, "mm_sym")
     y = b.add("MatMul", [b.add("Transpose", [a], "mm_t", perm=[0, 2, 1]), bb], "mm")
     if consts:
