@@ -14,7 +14,6 @@ import contextlib
 import hashlib
 import io
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..core import switches
+from ..toolchain import compiler
 from . import signatures
 from .signatures import INCLUDE_DIR, Function
 
@@ -48,16 +48,6 @@ def _python_executable() -> str:
         return str(exe)
     candidate = Path(sys.prefix) / "bin" / f"python{sys.version_info[0]}"
     return str(candidate if candidate.exists() else exe)
-
-
-def compiler() -> str | None:
-    """The C compiler: $CC, else the one Python was built with, else cc/gcc/clang on PATH."""
-    for choice in (os.environ.get("CC"), sysconfig.get_config_var("CC"), "cc", "gcc", "clang"):
-        if choice:
-            found = shutil.which(choice.split()[0])
-            if found:
-                return found
-    return None
 
 
 def _libpython() -> tuple[str, str] | None:

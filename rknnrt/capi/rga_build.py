@@ -12,7 +12,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .build import BuildError, cache_root, compiler
+from ..toolchain import compiler, cxx_compiler
+from .build import BuildError, cache_root
 
 RGA_DIR = Path(__file__).parent / "rga"
 RGA_INCLUDE = RGA_DIR / "include"
@@ -20,16 +21,6 @@ RGA_HEADERS = tuple(sorted(p.name for p in RGA_INCLUDE.iterdir() if p.suffix in 
 _C_SOURCES = ("rga_buffer.c", "rga_pixels.c", "rga_ops.c", "rga_compat.c")
 _CXX_SOURCE = "rga_cxx.cpp"
 SHARED, STATIC = "librga.so", "librga.a"
-
-
-def cxx_compiler() -> str | None:
-    """$CXX, else g++/clang++/c++ on PATH: the C++ overloads need one (C callers do not)."""
-    for choice in (os.environ.get("CXX"), "g++", "clang++", "c++"):
-        if choice:
-            found = shutil.which(choice.split()[0])
-            if found:
-                return found
-    return None
 
 
 def _fingerprint(with_cxx: bool) -> str:

@@ -22,13 +22,13 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
-import shutil
 import subprocess
-import sysconfig
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any
+
+from ...toolchain import compiler
 
 DOMAIN = "rknnrt.kernels"
 _HERE = Path(__file__).parent
@@ -43,17 +43,6 @@ _loaded: Path | None = None
 
 class KernelsUnavailable(RuntimeError):
     """The library cannot be built or found here; the message says why."""
-
-
-def compiler() -> str | None:
-    """The C compiler: $CC, else the one Python was built with, else cc/gcc/clang on PATH
-    (the lookup of capi/build.py)."""
-    for choice in (os.environ.get("CC"), sysconfig.get_config_var("CC"), "cc", "gcc", "clang"):
-        if choice:
-            found = shutil.which(choice.split()[0])
-            if found:
-                return found
-    return None
 
 
 def fingerprint() -> str:
