@@ -102,7 +102,7 @@ def attention(b: GraphBuilder, n: Node) -> str:
     # The mini format (rv1103/rv1106) stores no calibrated ranges, so Q's symmetric step and
     # the grids inside are unknown there: its attention runs without them (the agreement
     # bounds of tests/vendor/test_vendor_mini.py state what that costs).
-    ranged = all(t.lo and t.hi for t in real)
+    ranged = all(t.has_range for t in real)
     grids = _int8_grids(b, n, real, scale) if b.quantized and ranged else None
     # [H, D, 1, T] -> [H, 1, T, D]
     qt, vt = (b.add("Transpose", [x], "tok", perm=[0, 2, 3, 1]) for x in (q, v))
@@ -153,7 +153,7 @@ def symmetric_scale(n: Node, t: Tensor) -> float:
     for rk3566's Q; rknn-toolkit2 2.5.0, the transformer fixture), and exSDPAttention's Q K^T
     conversion is computed with Q's (`_int8_grids`). The range is the tensor's stored one
     (fields 8/9)."""
-    if not t.lo or not t.hi or max(abs(t.lo[0]), abs(t.hi[0])) <= 0:
+    if not t.has_range or max(abs(t.lo[0]), abs(t.hi[0])) <= 0:
         raise VendorFormatError(
             f"vendor .rknn model: int8 {n.op_type} '{n.name}': operand '{t.name}' stores no "
             "calibrated range"
@@ -182,7 +182,7 @@ def matmul(b: GraphBuilder, n: Node) -> str:
     a, bb = (b.add("Reshape", [b.value(t), b.const(np.array([t.shape[0], t.shape[1], -1],
                                                              np.int64), "shape")], "mm_in")
              for t in feats)  # fmt: skip
-    if b.quantized and feats[1].lo and feats[1].hi:  # the mini format stores no range
+    if b.quantized and feats[1].has_range:
         bb = b.on_grid(bb, symmetric_scale(n, feats[1]), 0, "mm_sym")
     y = b.add("MatMul", [b.add("Transpose", [a], "mm_t", perm=[0, 2, 1]), bb], "mm")
     if consts:

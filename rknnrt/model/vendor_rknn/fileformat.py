@@ -62,6 +62,11 @@ class Tensor:
     lo: list[float] = field(default_factory=list)
     hi: list[float] = field(default_factory=list)
 
+    @property
+    def has_range(self) -> bool:
+        """Whether fields 8/9 hold a calibrated range (the mini format stores none)."""
+        return bool(self.lo and self.hi)
+
 
 @dataclass
 class Node:
