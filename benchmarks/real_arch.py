@@ -14,7 +14,9 @@ geometric means.
 
 Kind `int8f` is the same int8 file initialised with RKNNRT_INT8_DW_KERNEL=0 (depthwise convs as
 exact float convs instead of rknnrt's compiled kernel, sessions/kernels): `--kinds int8f,int8`
-shows the kernel's before/after in one run, alternating.
+shows the kernel's before/after in one run, alternating. Kind `fp16c` is the fp16 file with
+RKNNRT_FP16_ROUND_KERNEL=0 (its float16 roundings as Cast pairs instead of the compiled
+one-pass kernel, core/program/fp16_round.py): `--kinds fp16c,fp16`.
 
 Targets (issue 25): int8 <= 1.0x onnxruntime float32 on every network (geometric mean
 <= 0.8x), fp16 <= 1.2x.
@@ -49,7 +51,8 @@ def main() -> None:
     parser.add_argument("--calib", type=int, default=2)
     parser.add_argument("--kinds", default="int8,fp16",
                         help="programs to time: int8, fp16, int8f (int8 without the compiled "
-                             "depthwise kernel)")  # fmt: skip
+                             "depthwise kernel), fp16c (fp16 without the compiled rounding "
+                             "kernel)")  # fmt: skip
     args = parser.parse_args()
     names = [n for n in catalog.NETWORKS if not args.models or n in args.models.split(",")]
     exact = int8_kernels.fast_kernels_exact()
@@ -85,26 +88,33 @@ def main() -> None:
     print(f"{'geometric mean':24s} {'':10s} {pad} {' '.join(f'{geo[k]:9.2f}' for k in kinds)}")
 
 
-KINDS = ("int8f", "int8", "fp16")
+KINDS = ("int8f", "int8", "fp16c", "fp16")
 
 
 def _runtimes(model, kinds: list[str], calib: list, stem: str) -> dict[str, RKNNLite]:
-    """One initialised runtime per kind; int8f shares int8's file (built once)."""
+    """One initialised runtime per kind; int8f shares int8's file, fp16c fp16's (each built
+    once)."""
     out: dict[str, RKNNLite] = {}
-    if "int8" in kinds or "int8f" in kinds:
-        out["int8"] = build(model, True, calib, f"{stem}.int8.rknn")
-        if "int8f" in kinds:
-            with switches.override(switches.INT8_DW_KERNEL, "0"):
-                lite = RKNNLite()
-                lite.load_rknn(f"{stem}.int8.rknn")
-                if lite.init_runtime() != 0:
-                    raise RuntimeError("init_runtime failed")
-            out["int8f"] = lite
-        if "int8" not in kinds:
-            out.pop("int8").release()
-    if "fp16" in kinds:
-        out["fp16"] = build(model, False, calib, f"{stem}.fp16.rknn")
+    for kind, variant, switch, quantize in (("int8", "int8f", switches.INT8_DW_KERNEL, True),
+                                            ("fp16", "fp16c", switches.FP16_ROUND_KERNEL, False)):
+        if kind not in kinds and variant not in kinds:
+            continue
+        path = f"{stem}.{kind}.rknn"
+        out[kind] = build(model, quantize, calib if quantize else None, path)
+        if variant in kinds:
+            with switches.override(switch, "0"):
+                out[variant] = _load(path)
+        if kind not in kinds:
+            out.pop(kind).release()
     return out
+
+
+def _load(path: str) -> RKNNLite:
+    lite = RKNNLite()
+    lite.load_rknn(path)
+    if lite.init_runtime() != 0:
+        raise RuntimeError("init_runtime failed")
+    return lite
 
 
 if __name__ == "__main__":

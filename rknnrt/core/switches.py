@@ -87,6 +87,11 @@ INT8_DW_KERNEL = Switch(
     "onnxruntime custom-op library built on first use and kept in the cache folder: "
     "core/program/dw_kernel.py, rknnrt/sessions/kernels; same outputs; read at rknn_init)",
 )  # fmt: skip
+FP16_ROUND_KERNEL = Switch(
+    "RKNNRT_FP16_ROUND_KERNEL", "1",
+    "0 runs a program's float16 roundings as onnxruntime's Cast pairs instead of one pass of "
+    "rknnrt's compiled kernel (core/program/fp16_round.py; same values; read at rknn_init)",
+)  # fmt: skip
 INT8_ISLANDS = Switch(
     "RKNNRT_INT8_ISLANDS", "1",
     "0 runs an int8 program's convs whose output is not stored in float32 on dequantised "
@@ -107,7 +112,7 @@ CACHE_DIR = Switch(
 )  # fmt: skip
 TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
          FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE, INT8_DW_KERNEL,
-         INT8_ISLANDS, LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
+         FP16_ROUND_KERNEL, INT8_ISLANDS, LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
 
 
 # Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
@@ -212,6 +217,10 @@ def int8_depthwise() -> bool:
 
 def int8_dw_kernel() -> bool:
     return raw(INT8_DW_KERNEL) != "0"
+
+
+def fp16_round_kernel() -> bool:
+    return raw(FP16_ROUND_KERNEL) != "0"
 
 
 def int8_islands() -> bool:

@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rknnrt.core import switches
 from rknnrt.core.program import fp16_layout, layout_cache
 from rknnrt.lite import RKNNLite
+from rknnrt.sessions import kernels
 from rknnrt.toolkit import RKNN
 
 from .models import residual_like
@@ -19,6 +21,9 @@ from .models import residual_like
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch) -> Path:
+    # the compiled kernels of the user cache linked in (built once per machine, not per test)
+    (tmp_path / "cache").mkdir()
+    os.symlink(kernels.library(switches.cache_root()).parent.parent, tmp_path / "cache" / "kernels")
     monkeypatch.setenv("RKNNRT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("RKNNRT_LAYOUT_CACHE_MB", "64")
     return tmp_path / "cache" / "fp16_layout"

@@ -14,7 +14,8 @@ a custom op, so the conv's recorded output shape is declared for both new tensor
 
 `available()` builds or finds the library once per call site (RKNNRT_INT8_DW_KERNEL=0: never);
 where it cannot be built (no C compiler, a failed compile, an unwritable cache) the float
-chains stay, and one W line per process says why.
+chains stay, and one W line per process says why (`library_ready`, which fp16_round.py's
+rounding kernel shares).
 """
 
 from __future__ import annotations
@@ -32,16 +33,23 @@ _warned = False
 
 
 def available() -> bool:
-    """Whether the compiled kernel can run here (built or found in the cache now)."""
+    """Whether the compiled depthwise kernel can run here (RKNNRT_INT8_DW_KERNEL, and the
+    library built or found in the cache now)."""
+    return switches.int8_dw_kernel() and library_ready()
+
+
+def library_ready() -> bool:
+    """Whether rknnrt's compiled kernel library is built or found in the cache now; where it
+    cannot be, one W line per process says why (its users then keep their exact, slower
+    graphs: this module's float chains, fp16_round's Cast pairs)."""
     global _warned
-    if not switches.int8_dw_kernel():
-        return False
     try:
         kernels.library(switches.cache_root())
     except kernels.KernelsUnavailable as exc:
         if not _warned:
             _warned = True
-            log.warning(f"int8 depthwise convs run as float convs (slower): {exc}")
+            log.warning(f"int8 depthwise convs run as float convs and float16 roundings as "
+                        f"Cast pairs (slower): {exc}")  # fmt: skip
         return False
     return True
 

@@ -21,13 +21,33 @@ from ..board import perf
 from ..board import table as perf_table
 from ..errors import MODEL_INVALID, PARAM_INVALID, RknnError
 from ..lazy_imports import onnx, ort
-from . import deadline, fast_graph, fp16_layout, int8_depthwise, int8_islands, layout_cache
+from . import (
+    deadline,
+    fast_graph,
+    fp16_layout,
+    fp16_round,
+    int8_depthwise,
+    int8_islands,
+    layout_cache,
+)
 
 
 def open_program(graph: bytes, **kwargs: Any) -> Any:
     """A program's (or segment's) session: the PROGRAM policy with RKNNRT_NUM_THREADS threads
-    (sessions/policies.py: workers stop spinning after each run, exact int8 kernels)."""
-    return factory.create(graph, policies.PROGRAM, threads=switches.num_threads(), **kwargs)
+    (sessions/policies.py: workers stop spinning after each run, exact int8 kernels). A graph
+    run unoptimised (`optimise=False`: a laid-out one, which onnxruntime changes no further) has
+    its float16 roundings in one pass (fp16_round.py; the Cast pairs' graph should onnxruntime
+    refuse that one: the same values). An optimised one keeps its pairs: around an opaque node
+    onnxruntime's optimiser picks other kernels (plain ResNet-18 fp16: 627 values differed)."""
+    threads = switches.num_threads()
+    as_is = kwargs.get("optimise") is False and isinstance(graph, bytes)
+    rounded = fp16_round.rewrite(graph) if as_is else graph
+    if rounded is not graph:
+        try:
+            return factory.create(rounded, policies.PROGRAM, threads=threads, **kwargs)
+        except Exception:  # onnxruntime raises several types; the pairs' graph decides below
+            pass
+    return factory.create(graph, policies.PROGRAM, threads=threads, **kwargs)
 
 
 def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes, set[str]]:

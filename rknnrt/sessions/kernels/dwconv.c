@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "dw_arith.h"
+#include "f16round.h"
 #include "ort_abi.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -205,6 +206,8 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
     OrtStatus *st = FN(api, CreateCustomOpDomain)("rknnrt.kernels", &domain);
     for (int i = 0; !st && i < 6; i++)
         st = FN(api, CustomOpDomain_Add)(domain, &ops[i].base);
+    if (!st)
+        st = FN(api, CustomOpDomain_Add)(domain, f16round_op());
     if (!st)
         st = FN(api, AddCustomOpDomain)(options, domain);
     return st;

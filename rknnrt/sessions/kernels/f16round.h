@@ -1,0 +1,16 @@
+/* The float16 rounding op of rknnrt's kernel library (f16round.c), registered by dwconv.c. */
+
+#ifndef RKNNRT_F16ROUND_H
+#define RKNNRT_F16ROUND_H
+
+#include <stdint.h>
+
+#include "ort_abi.h"
+
+/* the op `rknnrt.kernels::RoundFloat16` */
+const CustomOp *f16round_op(void);
+
+/* y[i] = float32(float16(x[i])), ties to even; `level`: 0 scalar, 1 F16C (when the CPU has it) */
+void f16round_run(const float *x, float *y, int64_t count, int level);
+
+#endif

@@ -1,0 +1,202 @@
+"""core/program/fp16_round.py and sessions/kernels/f16round.c: a float16 rounding in one pass
+gives onnxruntime's Cast(float16) -> Cast(float32) values bit for bit (both kernel paths, every
+float16 value and its neighbours, the rounding midpoints, the range's ends), programs give the
+same outputs with and without it, and where it cannot run the Cast pairs stay."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from rknnrt.core import switches
+from rknnrt.core.program import dw_kernel, fp16_round, whole
+from rknnrt.lite import RKNNLite
+from rknnrt.sessions import factory, kernels
+from rknnrt.toolkit import RKNN
+
+from .models import hardswish_like, inverted_residual_like, scaled_matmul_like
+
+
+@pytest.fixture(scope="module")
+def library():
+    path = kernels.library(switches.cache_root())
+    handle = ctypes.CDLL(str(path))  # the same loaded object onnxruntime registers
+    yield path, handle
+    handle.rknnrt_f16round_max_level(1)
+
+
+def _bits() -> np.ndarray:
+    """Random float32 bit patterns, every float16 value and its float32 neighbours around the
+    midpoints to the next one, and the edges: zeros, infinities, 65504 / 65520, the smallest
+    normal and subnormal float16 values and the halfway points below them."""
+    random = np.random.RandomState(0).randint(0, 2**32, 300_000, dtype=np.uint64)
+    halves = np.arange(2**16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    exact = halves.astype(np.float32).view(np.uint32).astype(np.int64)
+    near = np.concatenate([exact + d for d in (0, 1, -1, 0xFFF, 0x1000, 0x1001)])
+    edges = [0, 0x80000000, 0x7F800000, 0xFF800000, 0x477FF000, 0x477FEFFF, 0x477FE000,
+             0x38800000, 0x387FFFFF, 0x33000000, 0x33000001, 0x32FFFFFF, 0x33800000]  # fmt: skip
+    every = np.concatenate([random.astype(np.int64), near, np.array(edges, np.int64)])
+    return (every & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+
+
+def _cast_pair(x: np.ndarray) -> np.ndarray:
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
+         helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT)], "pair",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
+
+
+def _op(library, x: np.ndarray) -> np.ndarray:
+    graph = helper.make_graph(
+        [helper.make_node(fp16_round.OP, ["x"], ["y"], domain=kernels.DOMAIN)], "round",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid(kernels.DOMAIN, 1)])
+    options = ort.SessionOptions()
+    options.register_custom_ops_library(str(library[0]))
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])  # fmt: skip
+    return session.run(None, {"x": x})[0]
+
+
+@pytest.mark.parametrize("level", [1, 0], ids=["f16c", "scalar"])
+def test_the_op_gives_the_cast_pairs_bits(library, level) -> None:
+    x = _bits()
+    assert x.size % 8  # a tail shorter than a vector
+    want = _cast_pair(x)
+    part = np.ascontiguousarray(x[: x.size // 7 * 7].reshape(1, -1, 7)[:, :, :5])  # rank 3
+    library[1].rknnrt_f16round_max_level(level)
+    try:
+        got = _op(library, part)
+        flat = _op(library, x)
+    finally:
+        library[1].rknnrt_f16round_max_level(1)
+    nan = np.isnan(x)
+    assert nan.sum() > 1000 and np.isnan(flat[nan]).all()  # onnxruntime's NaN payloads vary
+    assert flat[~nan].tobytes() == want[~nan].tobytes()
+    assert np.isinf(flat).sum() > 1000 and (flat[~nan] != x[~nan]).sum() > x.size // 2
+    assert got.shape == part.shape
+    keep = ~np.isnan(part)
+    assert got[keep].tobytes() == _cast_pair(part)[keep].tobytes()
+
+
+def _pair_graph(source_type: int = TensorProto.FLOAT, shared_half: bool = False) -> bytes:
+    """x -> Relu -> Cast(f16) -> Cast(f32) -> y (and the float16 value also an output when
+    `shared_half`); x of `source_type` goes through a Cast to float first."""
+    nodes = [helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+             helper.make_node("Relu", ["xf"], ["r"]),
+             helper.make_node("Cast", ["r"], ["h"], to=TensorProto.FLOAT16),
+             helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT)]  # fmt: skip
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])]
+    if shared_half:
+        outputs.append(helper.make_tensor_value_info("h", TensorProto.FLOAT16, [2, 3]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", source_type, [2, 3])],
+                              outputs)  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def test_rewrite_takes_the_pairs_it_can(library) -> None:
+    rewritten = onnx.load_model_from_string(fp16_round.rewrite(_pair_graph()))
+    ops = [(n.op_type, n.domain) for n in rewritten.graph.node]
+    assert ops == [("Cast", ""), ("Relu", ""), (fp16_round.OP, kernels.DOMAIN)]
+    assert rewritten.graph.node[-1].output[0] == "y"
+    assert kernels.DOMAIN in {o.domain for o in rewritten.opset_import}
+    shared = _pair_graph(shared_half=True)  # the float16 value is read elsewhere: kept
+    assert fp16_round.rewrite(shared) is shared
+    typed = onnx.load_model_from_string(_pair_graph())
+    typed.graph.value_info.append(helper.make_tensor_value_info("r", TensorProto.DOUBLE, None))
+    typed_bytes = typed.SerializeToString()  # a source recorded as another type: kept
+    assert fp16_round.rewrite(typed_bytes) is typed_bytes
+
+
+def test_only_graphs_run_as_they_are_get_the_kernel(library, monkeypatch) -> None:
+    opened: list[bytes] = []
+    original = factory.create
+    monkeypatch.setattr(factory, "create",
+                        lambda m, *a, **k: opened.append(m) or original(m, *a, **k))  # fmt: skip
+    graph = _pair_graph()
+    x = np.array([[1.0001, -2.0, 65519.0], [1e-8, 3.14159, -0.1]], np.float32)
+    want = np.maximum(x, 0).astype(np.float16).astype(np.float32).tobytes()
+    assert whole.open_program(graph).run(None, {"x": x})[0].tobytes() == want
+    assert whole.open_program(graph, optimise=False).run(None, {"x": x})[0].tobytes() == want
+    assert opened[0] is graph  # optimised: onnxruntime's kernels around the pairs stay its own
+    assert kernels.DOMAIN.encode() in opened[1]
+
+
+def test_open_program_falls_back_to_the_pairs_where_onnxruntime_refuses(library) -> None:
+    model = onnx.load_model_from_string(_pair_graph())
+    model.graph.node[0].attribute[0].i = TensorProto.DOUBLE  # an unrecorded double source
+    model.graph.node[1].op_type = "Neg"
+    graph = model.SerializeToString()
+    assert fp16_round.rewrite(graph) is not graph  # taken: the type is not recorded
+    x = np.array([[1.0001, -2.0, 65519.0], [1e-8, 3.14159, -0.1]], np.float32)
+    y = whole.open_program(graph, optimise=False).run(None, {"x": x})[0]
+    assert y.tobytes() == (-x.astype(np.float64)).astype(np.float16).astype(np.float32).tobytes()
+
+
+def _fp16_file(model: onnx.ModelProto, tmp_path) -> str:
+    rknn = RKNN()
+    rknn.config(target_platform="rk3588", float_dtype="float16")
+    rknn.load_onnx(model)
+    assert rknn.build(do_quantization=False) == 0
+    path = str(tmp_path / f"{model.graph.name}_{len(model.graph.node)}.rknn")
+    assert rknn.export_rknn(path) == 0
+    return path
+
+
+def _run(path: str, x: np.ndarray, monkeypatch, on: bool) -> tuple[list[bytes], int]:
+    """(outputs, RoundFloat16 nodes in the sessions the program opened)."""
+    seen: list[int] = []
+    original = factory.create
+
+    def create(model, *args, **kwargs):
+        if isinstance(model, bytes) and kernels.DOMAIN.encode() in model:
+            proto = onnx.load_model_from_string(model)
+            seen.append(sum(n.op_type == fp16_round.OP for n in proto.graph.node))
+        return original(model, *args, **kwargs)
+
+    monkeypatch.setattr(factory, "create", create)
+    monkeypatch.setenv(switches.FP16_ROUND_KERNEL.name, "1" if on else "0")
+    runtime = RKNNLite()
+    assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
+    try:
+        return [o.tobytes() for o in runtime.inference([x], data_format="nchw")], sum(seen)
+    finally:
+        runtime.release()
+
+
+@pytest.mark.parametrize("model", [hardswish_like(), inverted_residual_like(),
+                                   scaled_matmul_like()], ids=["hardswish", "inverted", "matmul"])
+def test_fp16_programs_give_the_same_outputs_with_the_one_pass_rounding(
+        library, model, tmp_path, monkeypatch) -> None:  # fmt: skip
+    path = _fp16_file(model, tmp_path)
+    dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    x = (np.random.RandomState(9).rand(*dims) * 4 - 1).astype(np.float32)
+    with_kernel, rounded = _run(path, x, monkeypatch, True)
+    pairs, none = _run(path, x, monkeypatch, False)
+    assert rounded >= 3 and none == 0
+    assert with_kernel == pairs
+    assert np.ptp(np.frombuffer(with_kernel[0], np.float32)) > 0.1
+
+
+def test_no_compiler_keeps_the_pairs_with_one_warning(monkeypatch, tmp_path, capsys) -> None:
+    monkeypatch.setenv(switches.CACHE_DIR.name, str(tmp_path))  # nothing cached there
+    monkeypatch.setattr(kernels, "compiler", lambda: None)
+    monkeypatch.setattr(dw_kernel, "_warned", False)
+    graph = _pair_graph()
+    assert fp16_round.rewrite(graph) is graph and fp16_round.rewrite(graph) is graph
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("W RKNN:")]
+    assert len(lines) == 1 and "no C compiler" in lines[0], lines
+    x = np.array([[1.0001, -2.0, 65519.0], [1e-8, 3.14159, -0.1]], np.float32)
+    y = whole.open_program(graph, optimise=False).run(None, {"x": x})[0]
+    assert y.tobytes() == np.maximum(x, 0).astype(np.float16).astype(np.float32).tobytes()
