@@ -1,9 +1,11 @@
 """rknnrt's compiled onnxruntime kernels: a custom-op library in C (domain `DOMAIN`), built with
-the C compiler on first use and cached like librknnrt.so. dwconv.c: the op and its
-registration; dw_arith.c/.h: the arithmetic; ort_abi.h: the part of onnxruntime's C API used.
+the C compiler on first use and cached like librknnrt.so. dwconv.c: the depthwise ops and
+the library's registration; dw_arith.c/.h: their arithmetic; f16round.c/.h: the float16
+rounding op; ort_abi.h: the part of onnxruntime's C API used.
 
 The library holds int8 depthwise convolutions with per-channel weight zero points in NHWC
-(core/program/int8_depthwise.py emits them; dwconv.c says what they compute). It is built
+(core/program/int8_depthwise.py emits them; dwconv.c says what they compute) and the one-pass
+float16 rounding of a Cast pair (core/program/fp16_round.py; f16round.c). It is built
 once per source, onnxruntime version and machine architecture, in `<cache>/kernels/<key>/`
 (the caller passes the cache folder: the runtime's is switches.cache_root(), never inside the
 source tree), written to a temporary file and renamed into place, so concurrent builders each

@@ -17,7 +17,8 @@
  * product float(acc) * m[c] itself, m[c] = xs * ws[c], and y_zero_point is not read.
  *
  * The arithmetic is dw_arith.c (scalar, AVX2 and AVX-512 paths chosen at run time, so a cached
- * build suits every x86-64 CPU); onnxruntime's C API as declared in ort_abi.h.
+ * build suits every x86-64 CPU); onnxruntime's C API as declared in ort_abi.h. RegisterCustomOps
+ * also adds the library's other op, f16round.c's RoundFloat16, to the domain.
  */
 
 #include <stdlib.h>
