@@ -4,13 +4,17 @@
  * are the values of onnxruntime's Cast(float16) then Cast(float32), which a float16 program
  * applies to every stored tensor (core/program/fp16_round.py): one pass over the tensor in
  * place of two and no float16 intermediate. The F16C path (VCVTPS2PH, round to nearest even,
- * then VCVTPH2PS) is chosen at run time by cpuid; the scalar path computes the same bits. */
+ * then VCVTPH2PS) is chosen at run time by cpuid on x86; the scalar path (every other CPU)
+ * computes the same bits. */
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#define F16_X86 1
+#endif
 
 #include "f16round.h"
 
@@ -35,6 +39,7 @@ static float round_scalar(float f) {
     return f;
 }
 
+#ifdef F16_X86
 __attribute__((target("avx,f16c"))) static void round_f16c(const float *x, float *y,
                                                            int64_t count) {
     int64_t i = 0;
@@ -59,12 +64,17 @@ static int has_f16c(void) {
     }
     return known;
 }
+#endif
 
 EXPORT void f16round_run(const float *x, float *y, int64_t count, int level) {
+#ifdef F16_X86
     if (level >= 1 && has_f16c()) {
         round_f16c(x, y, count);
         return;
     }
+#else
+    (void)level;
+#endif
     for (int64_t i = 0; i < count; i++)
         y[i] = round_scalar(x[i]);
 }
