@@ -302,8 +302,11 @@ def _lay_out(model, pairs: list[tuple], open_program: Callable[..., object],
     _fuse_conv_activations(model, sources)
     with tempfile.TemporaryDirectory(prefix="rknnrt_fp16_") as folder:
         path = os.path.join(folder, "laid_out.onnx")
+        # (its remaining pairs kept as Casts: the layout is cached whether or not a later
+        # init can build rknnrt's rounding kernel, fp16_round.py)
         open_program(model.SerializeToString(), optimise=True, optimized_model_path=path,
-                     initializers=initializers, config=LAYOUT_SESSION_CONFIG)
+                     initializers=initializers, config=LAYOUT_SESSION_CONFIG,
+                     round_in_one_pass=False)  # fmt: skip
         laid_out = onnx.load(path, load_external_data=False)
         data_path = os.path.join(folder, DATA_FILE)
         # mapped, not read: onnxruntime reads each page once at the session build (the

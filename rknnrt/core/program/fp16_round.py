@@ -1,5 +1,5 @@
-"""Float16 roundings in one pass: each Cast(float16) -> Cast(float32) pair of a laid-out
-float16 program as one node of rknnrt's compiled kernels (sessions/kernels, f16round.c), exact.
+"""Float16 roundings in one pass: each Cast(float16) -> Cast(float32) pair of a program as
+one node of rknnrt's compiled kernels (sessions/kernels, f16round.c), exact.
 
 A float16 program rounds every tensor the NPU stores to float16 by casting it to float16 and
 back. onnxruntime runs that as two passes over the tensor and a float16 intermediate;
@@ -9,12 +9,15 @@ where onnxruntime's Cast sometimes returns the canonical NaN). MobileNetV3-small
 Casts took ~2.4 ms of ~12 ms of kernel time, the 81 nodes in their place ~1.1 ms
 (benchmarks/real_arch.py --kinds fp16c,fp16 shows the run times in one run).
 
-whole.open_program applies `rewrite` to a graph it opens unoptimised: the program fp16_layout
-laid out in onnxruntime's blocked layout (after the layout cache, so a cached layout never holds
-the node), which onnxruntime runs node for node. A graph it optimises keeps its pairs: around
-an opaque node the optimiser picks other kernels and sums (plain ResNet-18 fp16: 627 values
-differed). The rounded tensor keeps its name. Where the library cannot be built the pairs stay,
-with the one W line of dw_kernel.library_ready; RKNNRT_FP16_ROUND_KERNEL=0 keeps them too.
+whole.open_program applies `rewrite` to every graph it opens but the one fp16_layout has
+onnxruntime lay out (that layout is cached whether or not a later init can build the kernel): the
+laid-out program, which onnxruntime runs node for node, and a plain (optimised) one, for which
+the rounded tensors' shapes are recorded first. Without them onnxruntime's optimiser cannot
+infer shapes through the opaque node and picked other kernels and sums (plain ResNet-18 fp16:
+627 values differed); with them the 17 real-architecture networks (fp16, plain and laid out)
+and 204 vendor files give the same bytes as with the pairs. The rounded tensor keeps its name.
+Where the library cannot be built the pairs stay, with the one W line of
+dw_kernel.library_ready; RKNNRT_FP16_ROUND_KERNEL=0 keeps them too.
 """
 
 from __future__ import annotations
@@ -56,15 +59,19 @@ def pairs(graph) -> list[tuple]:
     return found
 
 
-def rewrite(graph: bytes) -> bytes:
+def rewrite(graph: bytes, record_shapes: bool = False) -> bytes:
     """`graph` with its rounding pairs as RoundFloat16 nodes; the same bytes when it has none,
-    when the kernels are switched off or cannot be built here."""
+    when the kernels are switched off or cannot be built here. `record_shapes`: first record
+    the rounded tensors' shapes (onnx's inference), which onnxruntime's optimiser cannot infer
+    through the node."""
     if b"Cast" not in graph or not switches.fp16_round_kernel():
         return graph
     model = onnx.load_model_from_string(bytes(graph))
     found = pairs(model.graph)
     if not found or not dw_kernel.library_ready():
         return graph
+    if record_shapes:
+        _record_shapes(model, {second.output[0] for _, second in found})
     replace, removed = {}, set()
     for first, second in found:
         replace[id(first)] = [onnx.helper.make_node(
@@ -78,3 +85,11 @@ def rewrite(graph: bytes) -> bytes:
     model.graph.value_info.extend(kept)
     dw_kernel.import_domain(model)
     return model.SerializeToString()
+
+
+def _record_shapes(model, names: set[str]) -> None:
+    """Adds the inferred type and shape of each tensor in `names` that has none recorded."""
+    recorded = {v.name for v in (*model.graph.value_info, *model.graph.output)}
+    inferred = onnx.shape_inference.infer_shapes(model)
+    model.graph.value_info.extend(v for v in inferred.graph.value_info
+                                  if v.name in names and v.name not in recorded)  # fmt: skip

@@ -32,21 +32,21 @@ from . import (
 )
 
 
-def open_program(graph: bytes, **kwargs: Any) -> Any:
+def open_program(graph: bytes, round_in_one_pass: bool = True, **kwargs: Any) -> Any:
     """A program's (or segment's) session: the PROGRAM policy with RKNNRT_NUM_THREADS threads
-    (sessions/policies.py: workers stop spinning after each run, exact int8 kernels). A graph
-    run unoptimised (`optimise=False`: a laid-out one, which onnxruntime changes no further) has
-    its float16 roundings in one pass (fp16_round.py; the Cast pairs' graph should onnxruntime
-    refuse that one: the same values). An optimised one keeps its pairs: around an opaque node
-    onnxruntime's optimiser picks other kernels (plain ResNet-18 fp16: 627 values differed)."""
+    (sessions/policies.py: workers stop spinning after each run, exact int8 kernels), its
+    float16 roundings in one pass unless `round_in_one_pass` is False (fp16_round.py; for a
+    graph onnxruntime optimises, the rounded tensors' shapes recorded first: without them its
+    optimiser picked other kernels, plain ResNet-18 fp16 627 values apart). The Cast pairs'
+    graph should onnxruntime refuse that one: the same values."""
     threads = switches.num_threads()
-    as_is = kwargs.get("optimise") is False and isinstance(graph, bytes)
-    rounded = fp16_round.rewrite(graph) if as_is else graph
-    if rounded is not graph:
-        try:
-            return factory.create(rounded, policies.PROGRAM, threads=threads, **kwargs)
-        except Exception:  # onnxruntime raises several types; the pairs' graph decides below
-            pass
+    if round_in_one_pass and isinstance(graph, bytes):
+        rounded = fp16_round.rewrite(graph, record_shapes=kwargs.get("optimise") is not False)
+        if rounded is not graph:
+            try:
+                return factory.create(rounded, policies.PROGRAM, threads=threads, **kwargs)
+            except Exception:  # onnxruntime raises several types; the pairs' graph decides
+                pass
     return factory.create(graph, policies.PROGRAM, threads=threads, **kwargs)
 
 
