@@ -142,6 +142,18 @@ def test_optimised_graphs_get_the_rounded_shapes_and_the_layout_keeps_its_pairs(
     assert opened[1] is graph  # the layout's own session (fp16_layout) keeps the Casts
 
 
+def test_a_failed_shape_inference_keeps_the_pairs(library, monkeypatch) -> None:
+    graph = _pair_graph()
+    assert fp16_round.rewrite(graph, record_shapes=True) is not graph
+
+    def fails(model):
+        raise onnx.shape_inference.InferenceError("no shapes")
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", fails)
+    assert fp16_round.rewrite(graph, record_shapes=True) is graph
+    assert fp16_round.rewrite(graph) is not graph  # a graph run as it is needs no shapes
+
+
 def test_open_program_falls_back_to_the_pairs_where_onnxruntime_refuses(library) -> None:
     model = onnx.load_model_from_string(_pair_graph())
     model.graph.node[0].attribute[0].i = TensorProto.DOUBLE  # an unrecorded double source
