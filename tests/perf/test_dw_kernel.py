@@ -5,8 +5,6 @@ network; without a compiler the float chain stays, with one W line."""
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -20,15 +18,6 @@ from rknnrt.sessions import kernels
 from .test_int8_depthwise import CONFIGS, _exact, _inputs, _qdq_model
 
 RANGES = {"u8": (0, 255, np.uint8, TensorProto.UINT8), "s8": (-128, 127, np.int8, TensorProto.INT8)}
-
-
-@pytest.fixture(scope="module")
-def library():
-    """The library of this source, built once into the cache folder (later runs find it)."""
-    path = kernels.library(switches.cache_root())
-    handle = ctypes.CDLL(str(path))  # the same loaded object onnxruntime registers
-    yield path, handle
-    handle.rknnrt_dw_max_level(2)
 
 
 def _reference(x, w, bias, m, xz, yz, attrs, y_range):

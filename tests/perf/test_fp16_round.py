@@ -5,8 +5,6 @@ same outputs with and without it, and where it cannot run the Cast pairs stay.""
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -17,17 +15,9 @@ from rknnrt.core import switches
 from rknnrt.core.program import dw_kernel, fp16_round, whole
 from rknnrt.lite import RKNNLite
 from rknnrt.sessions import factory, kernels
-from rknnrt.toolkit import RKNN
 
 from .models import hardswish_like, inverted_residual_like, scaled_matmul_like
-
-
-@pytest.fixture(scope="module")
-def library():
-    path = kernels.library(switches.cache_root())
-    handle = ctypes.CDLL(str(path))  # the same loaded object onnxruntime registers
-    yield path, handle
-    handle.rknnrt_f16round_max_level(1)
+from .test_fp16_layout import _fp16_build
 
 
 def _bits() -> np.ndarray:
@@ -165,16 +155,6 @@ def test_open_program_falls_back_to_the_pairs_where_onnxruntime_refuses(library)
     assert y.tobytes() == (-x.astype(np.float64)).astype(np.float16).astype(np.float32).tobytes()
 
 
-def _fp16_file(model: onnx.ModelProto, tmp_path) -> str:
-    rknn = RKNN()
-    rknn.config(target_platform="rk3588", float_dtype="float16")
-    rknn.load_onnx(model)
-    assert rknn.build(do_quantization=False) == 0
-    path = str(tmp_path / f"{model.graph.name}_{len(model.graph.node)}.rknn")
-    assert rknn.export_rknn(path) == 0
-    return path
-
-
 def _run(path: str, x: np.ndarray, monkeypatch, on: bool) -> tuple[list[bytes], int]:
     """(outputs, RoundFloat16 nodes in the sessions the program opened)."""
     seen: list[int] = []
@@ -200,7 +180,7 @@ def _run(path: str, x: np.ndarray, monkeypatch, on: bool) -> tuple[list[bytes], 
                                    scaled_matmul_like()], ids=["hardswish", "inverted", "matmul"])
 def test_fp16_programs_give_the_same_outputs_with_the_one_pass_rounding(
         library, model, tmp_path, monkeypatch) -> None:  # fmt: skip
-    path = _fp16_file(model, tmp_path)
+    path, _ = _fp16_build(model, tmp_path)
     dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     x = (np.random.RandomState(9).rand(*dims) * 4 - 1).astype(np.float32)
     with_kernel, rounded = _run(path, x, monkeypatch, True)
@@ -231,7 +211,7 @@ def test_plain_programs_give_the_same_bits_with_the_kernel(library, name, tmp_pa
     other kernels around the node (ResNet-18: 627 output values differed)."""
     from tools.real_arch import catalog
 
-    path = _fp16_file(catalog.build(name, test=True), tmp_path)
+    path, _ = _fp16_build(catalog.build(name, test=True), tmp_path)
     x = np.random.RandomState(0).rand(*catalog.input_shape(name, True)).astype(np.float32)
     monkeypatch.setenv(switches.FP16_BLOCKED.name, "0")
     with_kernel, rounded = _run(path, x, monkeypatch, True)

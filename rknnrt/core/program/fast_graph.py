@@ -221,12 +221,6 @@ _MOVES = {"Reshape": (0,), "Transpose": None, "Flatten": None, "Squeeze": (0,),
           "SpaceToDepth": None}  # fmt: skip
 
 
-def _cast_to(node) -> int | None:
-    if node.op_type != "Cast" or node.domain not in ("", "ai.onnx"):
-        return None
-    return next((a.i for a in node.attribute if a.name == "to"), None)
-
-
 def roundings_of_rounded_values(graph) -> int:
     """Drop each Cast pair (float32 -> float16 -> float32) whose input already holds float16
     values (module doc); its reader reads the input. Returns how many were dropped."""
@@ -234,7 +228,7 @@ def roundings_of_rounded_values(graph) -> int:
     halves |= {i.name for i in graph.input if i.type.tensor_type.elem_type == _FLOAT16}
     exact: set[str] = set()  # float32 values that are float16 values
     for node in graph.node:
-        to = _cast_to(node)
+        to = graph_edit.cast_to(node)
         if to == _FLOAT16:
             halves.update(node.output)
         elif to == _FLOAT and node.input[0] in halves:
@@ -248,10 +242,10 @@ def roundings_of_rounded_values(graph) -> int:
     back: dict[str, str] = {}
     removed: set[int] = set()
     for node in graph.node:
-        if _cast_to(node) != _FLOAT16 or node.input[0] not in exact:
+        if graph_edit.cast_to(node) != _FLOAT16 or node.input[0] not in exact:
             continue
         second = g.only_reader(node.output[0])
-        if second is None or _cast_to(second) != _FLOAT or second.output[0] in g.outputs:
+        if second is None or graph_edit.cast_to(second) != _FLOAT or second.output[0] in g.outputs:
             continue
         back[second.output[0]] = node.input[0]
         removed |= {id(node), id(second)}

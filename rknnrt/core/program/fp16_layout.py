@@ -32,12 +32,6 @@ from . import graph_edit
 _FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
 
 
-def _cast_to(node) -> int | None:
-    if node.op_type != "Cast" or node.domain not in ("", "ai.onnx"):
-        return None
-    return next((a.i for a in node.attribute if a.name == "to"), None)
-
-
 def rounding_pairs(graph) -> list[tuple]:
     """(first Cast, second Cast) of each float32 -> float16 -> float32 rounding whose float32
     source a node writes and only that Cast reads, and whose float16 value only the second
@@ -50,12 +44,12 @@ def rounding_pairs(graph) -> list[tuple]:
     written = {out for node in graph.node for out in node.output}
     pairs = []
     for node in graph.node:
-        if _cast_to(node) != _FLOAT16 or node.input[0] not in written:
+        if graph_edit.cast_to(node) != _FLOAT16 or node.input[0] not in written:
             continue
         source, half = node.input[0], node.output[0]
         after = readers.get(half, [])
         if (len(readers.get(source, [])) == 1 and source not in outputs and half not in outputs
-                and len(after) == 1 and _cast_to(after[0]) == _FLOAT
+                and len(after) == 1 and graph_edit.cast_to(after[0]) == _FLOAT
                 and after[0].output[0] not in outputs):  # fmt: skip
             pairs.append((node, after[0]))
     return pairs

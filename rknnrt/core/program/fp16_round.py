@@ -26,15 +26,10 @@ from ...sessions import kernels
 from .. import switches
 from ..lazy_imports import onnx
 from . import dw_kernel, graph_edit
+from .graph_edit import cast_to
 
 _FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
 OP = "RoundFloat16"
-
-
-def _cast_to(node) -> int | None:
-    if node.op_type != "Cast" or node.domain not in ("", "ai.onnx"):
-        return None
-    return next((a.i for a in node.attribute if a.name == "to"), None)
 
 
 def pairs(graph) -> list[tuple]:
@@ -51,10 +46,10 @@ def pairs(graph) -> list[tuple]:
                    if v.type.tensor_type.elem_type not in (0, _FLOAT)}  # fmt: skip
     found = []
     for node in graph.node:
-        if _cast_to(node) != _FLOAT16 or len(node.input) != 1 or node.input[0] in typed_other:
+        if cast_to(node) != _FLOAT16 or len(node.input) != 1 or node.input[0] in typed_other:
             continue
         after = readers.get(node.output[0], [])
-        if node.output[0] not in outputs and len(after) == 1 and _cast_to(after[0]) == _FLOAT:
+        if node.output[0] not in outputs and len(after) == 1 and cast_to(after[0]) == _FLOAT:
             found.append((node, after[0]))
     return found
 

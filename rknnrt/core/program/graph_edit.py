@@ -1,9 +1,17 @@
 """The node-list edits the runtime's rewrites share (fast_graph, int8_depthwise, int8_islands,
-fp16_layout): splice replacements in place of nodes, and drop what nothing reads any more."""
+fp16_layout, fp16_round): splice replacements in place of nodes, drop what nothing reads any
+more, and read a Cast's target type."""
 
 from __future__ import annotations
 
 from typing import Any
+
+
+def cast_to(node: Any) -> int | None:
+    """The target type (onnx.TensorProto number) of a standard-domain Cast, else None."""
+    if node.op_type != "Cast" or node.domain not in ("", "ai.onnx"):
+        return None
+    return next((a.i for a in node.attribute if a.name == "to"), None)
 
 
 def splice(graph: Any, replace: dict[int, list], removed: set[int]) -> list:
