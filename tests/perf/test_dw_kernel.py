@@ -336,3 +336,23 @@ def test_float_output_op_is_the_product(library, xt, level) -> None:
     _, acc = _reference(x, w, bias, m, xz, 0, attrs, (-(2**40), 2**40))
     assert got.dtype == np.float32
     assert got.tobytes() == (acc.astype(np.float32) * m).astype(np.float32).tobytes()
+
+
+def test_fingerprint_is_hashed_once_per_state_of_the_sources(monkeypatch, tmp_path) -> None:
+    """Each program open asks for the cache key: the sources are read again only when they
+    change (an edited source gets another key)."""
+    sources = []
+    for path in (*kernels.SOURCES, *kernels.HEADERS):
+        copy = tmp_path / path.name
+        copy.write_bytes(path.read_bytes())
+        sources.append(copy)
+    n = len(kernels.SOURCES)
+    monkeypatch.setattr(kernels, "SOURCES", tuple(sources[:n]))
+    monkeypatch.setattr(kernels, "HEADERS", tuple(sources[n:]))
+    hashed = []
+    real = kernels._hash_sources
+    monkeypatch.setattr(kernels, "_hash_sources", lambda: hashed.append(1) or real())
+    first = kernels.fingerprint()
+    assert kernels.fingerprint() == first and len(hashed) == 1
+    sources[0].write_bytes(sources[0].read_bytes() + b"\n/* edited */\n")
+    assert kernels.fingerprint() != first and len(hashed) == 2

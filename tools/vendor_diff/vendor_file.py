@@ -91,14 +91,19 @@ def per_layer(buf: bytes, layers: dict[str, dict]) -> list[OpRow]:
         sim = _sim_value(t, layers)
         if sim is None:
             continue
+        if t.index in m.inputs:  # an int8 graph input (the graph's uint8 copy follows it)
+            feed[t.name] = sim.astype(np.int8)
+            continue
         q_name = b.int8_values[t.index][0]
         node = producers.get(q_name)
         if node is not None:  # the op's own value, before and after rounding
             node.output[0] = f"{q_name}__own"
             exposed[t.index] = (node.input[0], node.output[0], sim)
+        # (an int8 tensor the graph holds as uint8 on the same grid: q + 128, GraphBuilder.store)
+        offset, elem = (128, TensorProto.UINT8) if t.index in b.unsigned else (0, TensorProto.INT8)
         if q_name not in {i.name for i in graph.input}:
-            graph.input.append(oh.make_tensor_value_info(q_name, TensorProto.INT8, list(t.shape)))
-        feed[q_name] = sim.astype(np.int8)
+            graph.input.append(oh.make_tensor_value_info(q_name, elem, list(t.shape)))
+        feed[q_name] = (sim.astype(np.int16) + offset).astype(np.uint8 if offset else np.int8)
     kept = [t for t in m.tensors if t.index in b.int8_values and t.index not in exposed and
             layers.get(t.name, {}).get("rounded") is False]  # fmt: skip
     for t in kept:  # stored as int8, but the simulator keeps it in float: read unrounded
@@ -124,7 +129,7 @@ def per_layer(buf: bytes, layers: dict[str, dict]) -> list[OpRow]:
     for index, (raw, own, sim) in exposed.items():
         t, n = m.tensors[index], writer[index]
         exact = values[raw].astype(np.float64) / np.float32(t.scale[0]) + (t.zp[0] if t.zp else 0)
-        ours = values[own].astype(np.int16)
+        ours = values[own].astype(np.int16) - (128 if index in b.unsigned else 0)
         steps = np.abs(ours - sim.astype(np.int16))
         rows.append(OpRow(n.op_type, n.name, t.name, int(sim.size), int(np.count_nonzero(steps)),
                           off_tie(sim, ours, exact), int(steps.max(initial=0))))  # fmt: skip

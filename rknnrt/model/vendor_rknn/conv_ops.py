@@ -15,7 +15,7 @@ from onnx import TensorProto
 from ..errors import VendorFormatError
 from . import act_ops, int8, lut, weights
 from .decoders import OpTable
-from .fileformat import CONST_KINDS, Node
+from .fileformat import CONST_KINDS, Node, Tensor
 from .graph import GraphBuilder, is_helper
 
 # NPU formats whose weight packing was checked against the vendor simulator (fixtures), per
@@ -90,6 +90,7 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
     # The weights stay in their stored type inside the graph (half or a quarter of float32
     # bytes to serialise and load); onnxruntime folds the conversion once at session creation.
     acc_unit = float("nan")
+    integer = None
     if w.dtype == "float16":
         w16 = weights.unpack(m.data(w), "float16", w.native_shape, oc, ic, kh, kw, w.name)
         if depthwise:
@@ -108,10 +109,15 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
         mul_operand = operands[0] if steps == ("Mul",) and len(operands) == 1 else None
         conv = int8.conv_weights(b.regs, n, x, w, bias, m.tensors[n.outputs[0]], depthwise,
                                  _lut_activation(steps), mul_operand)  # fmt: skip
-        per_channel = (-1, 1, 1, 1)
-        q = b.add("Cast", [b.weight(conv.q, "wq")], "wqf", to=TensorProto.FLOAT)
-        centred = b.add("Sub", [q, b.const(conv.zw.reshape(per_channel), "wzp")], "wc")
-        weight = b.add("Mul", [centred, b.const(conv.scale.reshape(per_channel), "ws")], "wf")
+        integer = _integer_operands(b, x, conv)
+        if integer is not None:
+            x_value, weight, bias_value = integer
+        else:
+            per_channel = (-1, 1, 1, 1)
+            q = b.add("Cast", [b.weight(conv.q, "wq")], "wqf", to=TensorProto.FLOAT)
+            centred = b.add("Sub", [q, b.const(conv.zw.reshape(per_channel), "wzp")], "wc")
+            weight = b.add("Mul", [centred, b.const(conv.scale.reshape(per_channel), "ws")],
+                           "wf")  # fmt: skip
         bf = conv.bias
         # real value of one accumulator unit of channel 0 (rv1106 keeps a Clip's upper bound so)
         acc_unit = float(x.scale[0]) * float(conv.scale[0])
@@ -123,8 +129,9 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
         value = n.attr_ints(slot)
         if value:
             attrs[key] = value
-    y = b.add("Conv", [b.conv_input(x), weight, b.const(bf.astype(np.float32), "b")],
-              "conv", **attrs)  # fmt: skip
+    if integer is None:
+        x_value, bias_value = b.conv_input(x), b.const(bf.astype(np.float32), "b")
+    y = b.add("Conv", [x_value, weight, bias_value], "conv", **attrs)
     extra = [t for t in rest if not is_helper(t)]
     table = _lut_activation(steps) if b.quantized else None
     if table is not None:  # the BN addend in front of the table (HardSigmoid's beta)
@@ -161,6 +168,30 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
         else:  # ExSwish
             y = b.add("Mul", [y, b.add("Sigmoid", [y], "sigmoid")], "swish")
     return y
+
+
+def _integer_operands(b: GraphBuilder, x: Tensor,
+                      conv: int8.ConvInt8) -> tuple[str, str, str] | None:  # fmt: skip
+    """(input, weight, bias) of int8 conv `conv` as rknnrt's converter writes them: the int8
+    input and weights and an int32 bias (in accumulator units s_in x s_w) each through a
+    DequantizeLinear, so that the runtime sums them in integers as the NPU does (onnxruntime's
+    integer kernels, core/program/int8_islands.py, int8_depthwise.py). None where the file's
+    values have no such form (a weight zero point outside int8, a bias outside int32, a
+    channel scale that is not positive): the arithmetic form is written instead."""
+    zw, scale = conv.zw, conv.scale
+    if x.index not in b.int8_values or not np.all((zw >= -128) & (zw <= 127)) \
+            or not np.all(np.isfinite(scale) & (scale > 0)) \
+            or np.abs(conv.acc_bias).max(initial=0) >= 2**31:  # fmt: skip
+        return None
+    weight = b.add("DequantizeLinear", [b.weight(conv.q.astype(np.int8), "wq"),
+                                        b.const(scale, "ws"), b.const(zw.astype(np.int8), "wzp")],
+                   "wf", axis=0)  # fmt: skip
+    bias_scale = (np.float32(x.scale[0]) * scale).astype(np.float32)  # (toolkit/quantize/qdq.py)
+    bias = b.add("DequantizeLinear", [b.weight(conv.acc_bias.astype(np.int32), "bq"),
+                                      b.const(bias_scale, "bs"),
+                                      b.const(np.zeros(scale.size, np.int32), "bzp")],
+                 "bf", axis=0)  # fmt: skip
+    return b.value(x), weight, bias
 
 
 def _float_reg(regs: dict[int, int], reg: int) -> float:

@@ -39,6 +39,8 @@ class GraphBuilder:
         # int8 tensors: tensor index -> (int8 value, scale, zero point) names
         self.int8_values: dict[int, tuple[str, str, str]] = {}
         self.conv_inputs: dict[int, str] = {}  # int8 tensor index -> its value for a Conv
+        self.outputs = set(model.outputs)
+        self.unsigned: set[int] = set()  # int8 tensors held as uint8 (store)
         self.quantized = any(t.qnt_type == "int8" for t in model.tensors)
         self.regs = int8.RegisterFile(model) if self.quantized else None
         self._registers = self.regs
@@ -135,9 +137,17 @@ class GraphBuilder:
         """Round op output `raw` to the stored type of tensor `t`, as the NPU stores it."""
         if t.qnt_type == "int8" and t.scale:
             scale = self.const(np.array(t.scale[0], np.float32), "scale")
-            zp = self.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
-            q = self.add("QuantizeLinear", [raw, scale, zp], "q")
-            self.int8_values[t.index] = (q, scale, zp)
+            zp = t.zp[0] if t.zp else 0
+            # an int8 tensor inside the graph is held as uint8 on the same grid (q + 128,
+            # zp + 128): onnxruntime's x86 QDQ fusions take uint8 activations only (as
+            # rknnrt's converter writes them, toolkit/quantize/qdq.py); outputs stay int8
+            unsigned = t.index not in self.outputs
+            zp_name = self.const(np.array(zp + 128, np.uint8) if unsigned
+                                 else np.array(zp, np.int8), "zp")  # fmt: skip
+            q = self.add("QuantizeLinear", [raw, scale, zp_name], "q")
+            self.int8_values[t.index] = (q, scale, zp_name)
+            if unsigned:
+                self.unsigned.add(t.index)
             self.values.pop(t.index, None)
             return
         elif t.dtype == "float16":

@@ -185,12 +185,14 @@ def _bias_blob(raw: memoryview, channels: int, group: int, name: str) -> tuple[n
 @dataclass
 class ConvInt8:
     """An int8 convolution's weights as the NPU computes with them: float weights
-    (q - zw) * scale per output channel, and the float bias."""
+    (q - zw) * scale per output channel, and the float bias, which is `acc_bias` accumulator
+    units (s_in x scale) of the integer sum over (x - zp_in)(q - zw)."""
 
     q: np.ndarray  # int8 [oc, ic, kh, kw] (depthwise: [channels, 1, kh, kw])
     zw: np.ndarray  # float32 [oc]
     scale: np.ndarray  # float32 [oc]
     bias: np.ndarray  # float32 [oc]
+    acc_bias: np.ndarray  # int64 [oc]
 
 
 def _bias_blob_without_b(raw: memoryview, channels: int, group: int,
@@ -263,8 +265,10 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
     s_w = c / 2.0**14 * post / s_in
     qw = q.astype(np.float64) - zw[:, None, None, None]
     zp_in = float(x.zp[0]) if x.zp else 0.0
-    bf = (a + zp_in * qw.reshape(oc, -1).sum(1)) * s_in * s_w
-    return ConvInt8(q, zw.astype(np.float32), s_w.astype(np.float32), bf.astype(np.float32))
+    acc_bias = a + zp_in * qw.reshape(oc, -1).sum(1)  # integers, exact in float64
+    bf = acc_bias * s_in * s_w
+    return ConvInt8(q, zw.astype(np.float32), s_w.astype(np.float32), bf.astype(np.float32),
+                    np.rint(acc_bias).astype(np.int64))
 
 
 def _identity_conv(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor, y: Tensor,
@@ -287,8 +291,8 @@ def _identity_conv(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tens
     s_w = np.full(channels, scale / 2.0**shift * float(y.scale[0]) / s_in)
     zp_in = float(x.zp[0]) if x.zp else 0.0
     return ConvInt8(np.ones((channels, 1, 1, 1), np.int8), np.zeros(channels, np.float32),
-                    s_w.astype(np.float32),
-                    ((a + zp_in) * s_in * s_w).astype(np.float32))  # fmt: skip
+                    s_w.astype(np.float32), ((a + zp_in) * s_in * s_w).astype(np.float32),
+                    np.rint(a + zp_in).astype(np.int64))  # fmt: skip
 
 
 def _data(regs: RegisterFile, t: Tensor) -> memoryview:

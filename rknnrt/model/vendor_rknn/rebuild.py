@@ -108,6 +108,8 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
             scale = b.const(np.array(t.scale[0] if t.scale else 1.0, np.float32), "scale")
             zp = b.const(np.array(t.zp[0] if t.zp else 0, np.int8), "zp")
             b.int8_values[t.index] = (t.name, scale, zp)
+            if t.index not in b.outputs:  # held as uint8 inside (GraphBuilder.store)
+                b.store(b.value(t), t)
         elif dtype != "float32":
             b.values[t.index] = b.add("Cast", [t.name], "in", to=TensorProto.FLOAT)
         else:
@@ -131,7 +133,8 @@ def rebuild(m: VendorModel) -> tuple[GraphBuilder, list[Tensor], list[Tensor]]:
         dims = _io_dims(m, t, k, m.output_shape_sets)
         if t.index not in b.values and t.index not in b.int8_values:
             raise VendorFormatError(f"vendor .rknn model: no op writes output '{t.name}'")
-        if dtype == "int8" and t.index in b.int8_values:  # already quantised with its own
+        if dtype == "int8" and t.index in b.int8_values and t.index not in b.unsigned:
+            # already quantised with its own parameters
             b.nodes.append(oh.make_node("Identity", [b.int8_values[t.index][0]], [t.name]))
             graph_out.append(oh.make_tensor_value_info(t.name, _ONNX_TYPES[dtype], dims))
             continue
