@@ -1,8 +1,8 @@
 """What the speed benchmarks share: build a model with rknnrt.toolkit.RKNN and load it through
 rknnrt.lite.RKNNLite, the fair onnxruntime baseline, and alternating timing.
 
-Used by benchmarks/quantized.py (the light models) and benchmarks/real_arch.py (the
-real-architecture set).
+Used by benchmarks/quantized.py (the light models), benchmarks/real_arch.py (the
+real-architecture set) and benchmarks/vendor_arch.py (its vendor files).
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from rknnrt.lite import RKNNLite
 from rknnrt.toolkit import RKNN
 
 
-def build(model: Any, quantize: bool, calib: list, path: str) -> RKNNLite:
-    """`model` (an ONNX path or ModelProto) built for rk3588 (int8 with `calib` when
+def build(model: Any, quantize: bool, calib: list, path: str,
+          platform: str = "rk3588") -> RKNNLite:  # fmt: skip
+    """`model` (an ONNX path or ModelProto) built for `platform` (int8 with `calib` when
     `quantize`, else float16), exported to `path` and initialised through RKNNLite."""
     rknn = RKNN()
-    rknn.config(target_platform="rk3588", float_dtype="float16")
+    rknn.config(target_platform=platform, float_dtype="float16")
     rknn.load_onnx(model)
     if rknn.build(do_quantization=quantize, dataset=calib if quantize else None) != 0:
         raise RuntimeError(f"build failed: {rknn.last_error}")

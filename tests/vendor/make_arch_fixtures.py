@@ -6,6 +6,8 @@ Run with the vendor's separate environment (never a dependency of rknnrt):
     /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py [--only NAME ...]
                                  [--platforms rk3588 ...] [--dtypes i8 fp16]
     /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py --mini [--only NAME ...]
+    /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py --only yolohead vitembed \
+        --out $PWD/tests/vendor/fixtures_heads
 
 Each model is a reduced block of a real architecture (few channels, 16-32 pixels, seeded
 weights) with the same op types and packings the vendor's compiler emits for the full network:
@@ -345,6 +347,62 @@ def m_attention(net: Net, scale: float):
     return "x", [1, t, d], linear(a), [1, t, d]
 
 
+def m_yolohead(net: Net):
+    """A YOLOv5 detect head with its decode, on two scales (as tools/real_arch's yolov5s, not
+    the model zoo's cut export): per scale a 1x1 conv to 3 anchors x 7, Reshape, Transpose,
+    Sigmoid, Split, xy = (2 s + grid) stride, wh = (2 s)^2 anchor (Pow), Concat, Reshape; the
+    scales' detections joined. The compiler folds the grid and the anchors into NC1HWC2
+    constants (the anchors' planes padded) and joins the detections along axis 0."""
+    na, no = 3, 7
+    f1 = net.silu(net.conv("x", 3, 16, 3, 2))
+    f2 = net.silu(net.conv(f1, 16, 16, 3, 2))
+    anchors = [(10, 13, 16, 30, 33, 23), (30, 61, 62, 45, 59, 119)]
+    parts = []
+    for k, (feat, n, stride) in enumerate(((f1, 16, 8), (f2, 8, 16))):
+        p = net.conv(feat, 16, na * no, 1)
+        p = net.op("Reshape", [p, _ints(net, 1, na, no, n, n)])
+        p = net.op("Sigmoid", [net.op("Transpose", [p], perm=[0, 1, 3, 4, 2])])
+        xy, wh, conf = (net.name("split") for _ in range(3))
+        net.nodes.append(h.make_node("Split", [p, _ints(net, 2, 2, no - 4)], [xy, wh, conf],
+                                     axis=4))  # fmt: skip
+        yy, xx = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+        grid = (np.stack([xx, yy], -1)[None, None] - 0.5).astype(np.float32)
+        two = net.const(np.float32(2))
+        xy = net.op("Mul", [net.op("Add", [net.op("Mul", [xy, two]), net.const(grid)]),
+                            net.const(np.float32(stride))])  # fmt: skip
+        anchor = np.array(anchors[k], np.float32).reshape(1, na, 1, 1, 2)
+        wh = net.op("Mul", [net.op("Pow", [net.op("Mul", [wh, two]), net.const(np.float32(2))]),
+                            net.const(anchor)])  # fmt: skip
+        box = net.op("Concat", [xy, wh, conf], axis=4)
+        parts.append(net.op("Reshape", [box, _ints(net, 1, na * n * n, no)]))
+    return "x", [1, 3, 32, 32], net.op("Concat", parts, axis=1), [1, na * (256 + 64), no]
+
+
+def m_vitembed(net: Net):
+    """A ViT/DeiT embedding: 4x4 patches of a 16x16 image (a conv), flattened to 16 tokens, a
+    class token joined in front (a constant Concat operand), a position embedding of 17 tokens
+    added (both NC1HWC2 constants; 17 positions pad their planes), LayerNorm and a linear."""
+    d = 32
+    p = net.op("Conv", ["x", net.const((net.rng.standard_normal((d, 3, 4, 4)) / 7)
+                                       .astype(np.float32)),
+                        net.const((0.1 * net.rng.standard_normal(d)).astype(np.float32))],
+               kernel_shape=[4, 4], strides=[4, 4])  # fmt: skip
+    tokens = net.op("Transpose", [net.op("Reshape", [p, _ints(net, 1, d, 16)])], perm=[0, 2, 1])
+    cls = (0.02 * net.rng.standard_normal((1, 1, d))).astype(np.float32)
+    x = net.op("Concat", [net.const(cls), tokens], axis=1)
+    x = net.op("Add", [x, net.const((0.02 * net.rng.standard_normal((1, 17, d)))
+                                    .astype(np.float32))])  # fmt: skip
+    g = (1 + 0.1 * net.rng.standard_normal(d)).astype(np.float32)
+    x = net.op("LayerNormalization", [x, net.const(g), net.const(np.zeros(d, np.float32))],
+               axis=-1, epsilon=1e-6)  # fmt: skip
+    w = (net.rng.standard_normal((d, 10)) / np.sqrt(d)).astype(np.float32)
+    return "x", [1, 3, 16, 16], net.op("MatMul", [x, net.const(w)]), [1, 17, 10]
+
+
+# Heads and embeddings whose constants the compiler stores in NC1HWC2 (fixtures_heads/)
+HEAD_PROBES = {"yolohead": m_yolohead, "vitembed": m_vitembed}
+
+
 MINI_PLATFORMS = ("rv1106",)
 # rv1103 files are rv1106's but for the platform name, rv1103b files rv1106b's; rv1106b
 # ("RKNPU w1", another register map and packings) for one model of each decoded rule.
@@ -365,7 +423,8 @@ def mini_builds(only: list[str] | None) -> list[tuple[str, str]]:
 
 
 def any_onnx(name: str) -> onnx.ModelProto:
-    ours = name in MODELS or name in PROBES or name in CLIP_PROBES or name in ATTN_PROBES
+    ours = name in MODELS or name in PROBES or name in CLIP_PROBES or name in ATTN_PROBES \
+        or name in HEAD_PROBES  # fmt: skip
     return make_onnx(name) if ours else mf.make_onnx(name)
 
 
@@ -379,13 +438,16 @@ def make_onnx(name: str) -> onnx.ModelProto:
     elif name in ATTN_PROBES:
         net = Net(3100 + list(ATTN_PROBES).index(name))
         x, xshape, y, yshape = m_attention(net, ATTN_PROBES[name])
+    elif name in HEAD_PROBES:
+        net = Net(3200 + list(HEAD_PROBES).index(name))
+        x, xshape, y, yshape = HEAD_PROBES[name](net)
     else:
         net = Net(1000 + SEED_ORDER.index(name))
         x, xshape, y, yshape = MODELS[name](net)
     y_type = TP.INT64 if name == "argmax" else TP.FLOAT
     graph = h.make_graph(net.nodes, name, [h.make_tensor_value_info(x, TP.FLOAT, xshape)],
                          [h.make_tensor_value_info(y, y_type, yshape)], net.inits)  # fmt: skip
-    opset = 17 if name in ATTN_PROBES else OPSETS.get(name, 14)
+    opset = 17 if name in ATTN_PROBES or name == "vitembed" else OPSETS.get(name, 14)
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)

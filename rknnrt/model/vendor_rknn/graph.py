@@ -94,12 +94,17 @@ class GraphBuilder:
                 raise VendorFormatError(
                     f"vendor .rknn model: tensor '{t.name}' is used before any op writes it"
                 )
-            if t.layout_tag in (LAYOUT_NC1HWC2, LAYOUT_PACKED):
+            array = self.m.const(t)
+            # (an int8 one, a YOLOv5 int8 head's grid, gives outputs up to 95 steps from the
+            # simulator's: refused by name until its rule is known)
+            if t.layout_tag == LAYOUT_NC1HWC2 and "int8" not in (t.qnt_type, t.dtype):
+                array = from_nc1hwc2(array, t)
+            elif t.layout_tag in (LAYOUT_NC1HWC2, LAYOUT_PACKED):
                 raise VendorFormatError(
-                    f"vendor .rknn model: constant '{t.name}' in an NPU layout (tag "
+                    f"vendor .rknn model: {t.dtype} constant '{t.name}' in an NPU layout (tag "
                     f"{t.layout_tag}) read by an element-wise op is not decoded"
                 )
-            array = self.m.const(t).astype(np.float32)
+            array = array.astype(np.float32)
             if t.qnt_type == "int8" and t.scale:  # a quantised constant: its real values
                 array = numerics.dequantize(array, t.scale[0], t.zp[0] if t.zp else 0)
             if t.shape and array.size >= int(np.prod(t.shape)):
@@ -154,6 +159,31 @@ class GraphBuilder:
             half = self.add("Cast", [raw], "h", to=TensorProto.FLOAT16)
             raw = self.add("Cast", [half], "f", to=TensorProto.FLOAT)
         self.values[t.index] = raw
+
+
+def from_nc1hwc2(array: np.ndarray, t: Tensor) -> np.ndarray:
+    """Constant `t`'s values, stored NC1HWC2 (native shape [N, C1, H, W, C2], C1 x C2 >= C, the
+    padding channels last), in its NCHW shape: a YOLOv5 head's grid ([1, 80, 80, 2] as
+    [1, 10, 80, 2, 8]) and anchors, a DeiT's class token and position embedding. Each (n, c1)
+    plane of H x W positions of C2 values may be padded at its end (anchors [3, 1, 1, 2]: 4
+    positions a plane; a position embedding of 197 tokens: 200): the plane's stride is the
+    stored size over N x C1. Refused where the shapes or the size do not fit that layout."""
+    native, shape = list(t.native_shape), list(t.shape)
+    fits = len(native) == 5 and len(shape) == 4 and native[0] == shape[0] \
+        and native[2:4] == shape[2:4] and (native[1] - 1) * native[4] < shape[1] <= \
+        native[1] * native[4]  # fmt: skip
+    planes = native[0] * native[1] if fits else 0
+    stride = array.size // planes if planes else 0
+    if not fits or stride * planes != array.size or stride % native[4] \
+            or stride < native[2] * native[3] * native[4]:  # fmt: skip
+        raise VendorFormatError(
+            f"vendor .rknn model: constant '{t.name}' in the NC1HWC2 layout (native shape "
+            f"{native}, shape {shape}, {array.size} values) is not decoded"
+        )
+    n, c1, h, w, c2 = native
+    plane = array.reshape(n, c1, stride // c2, c2)[:, :, : h * w]
+    planar = plane.reshape(n, c1, h, w, c2).transpose(0, 1, 4, 2, 3)
+    return planar.reshape(n, c1 * c2, h, w)[:, : shape[1]]
 
 
 _NODE_FIELDS = frozenset({"name", "doc_string", "domain", "overload"})

@@ -16,8 +16,9 @@ PERM = 0  # Transpose
 OPS = OpTable()
 
 
-@OPS.register("Add", "Mul", "Sub", "AddRelu", shape_free=True)
+@OPS.register("Add", "Mul", "Sub", "AddRelu", "Pow", shape_free=True)
 def elementwise(b: GraphBuilder, n: Node) -> str:
+    """A binary op (Pow: a YOLOv5 head's (2 sigmoid)^2, its exponent a float32 constant)."""
     real = operands(b, n)
     if len(real) != 2:
         raise VendorFormatError(f"vendor .rknn model: op {n.op_type} '{n.name}' needs two operands")
@@ -56,8 +57,19 @@ def transpose(b: GraphBuilder, n: Node) -> str:
 @OPS.register("Concat")
 def concat(b: GraphBuilder, n: Node) -> str:
     b.value(single(b, n))
-    real = [t for t in operands(b, n) if t.kind not in CONST_KINDS]
-    return b.add("Concat", [b.value(t) for t in real], "concat", axis=n.attr_int(AXIS, 1))
+    # (an absent axis is 0, FlatBuffers' default: a YOLOv5 head's detections, [48, 20, 20, 85],
+    # [12, ...] and [3, ...] joined into [63, 20, 20, 85]; channel concats store their 1)
+    axis, out = n.attr_int(AXIS, 0), output(b, n).shape
+    real = [t for t in operands(b, n) if t.kind not in CONST_KINDS or _joins(t.shape, out, axis)]
+    return b.add("Concat", [b.value(t) for t in real], "concat", axis=axis)
+
+
+def _joins(shape: list[int], out: list[int], axis: int) -> bool:
+    """Whether a constant of `shape` is a part of a Concat's output `out` along `axis` (a
+    DeiT's class token, [1, 192, 1, 1] of [1, 192, 1, 197]), not one of the compiler's
+    requantising conv weights int8 Concats carry (`<name>_conv_weight`, [24, 32, 1, 1])."""
+    return len(shape) == len(out) and all(s == o for k, (s, o) in enumerate(zip(shape, out))
+                                          if k != axis % max(len(out), 1))  # fmt: skip
 
 
 @OPS.register("exSoftmax13")
