@@ -98,6 +98,12 @@ INT8_ISLANDS = Switch(
     "weights, as before, instead of accumulating them in integers as the NPU does "
     "(core/program/int8_islands.py; read at rknn_init)",
 )  # fmt: skip
+SELECTION_CONVS = Switch(
+    "RKNNRT_SELECTION_CONVS", "1",
+    "0 runs 1x1 float convs whose weights only select channels (a vendor ShuffleNet's "
+    "shuffles) as convolutions instead of Gathers (core/program/selection_convs.py; read at "
+    "rknn_init)",
+)  # fmt: skip
 LAYOUT_CACHE_MB = Switch(
     "RKNNRT_LAYOUT_CACHE_MB", "1024",
     "the most the cache of laid-out float16 programs may hold (core/program/layout_cache.py: "
@@ -112,7 +118,7 @@ CACHE_DIR = Switch(
 )  # fmt: skip
 TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
          FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE, INT8_DW_KERNEL,
-         FP16_ROUND_KERNEL, INT8_ISLANDS, LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
+         FP16_ROUND_KERNEL, INT8_ISLANDS, SELECTION_CONVS, LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
 
 
 # Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
@@ -225,6 +231,10 @@ def fp16_round_kernel() -> bool:
 
 def int8_islands() -> bool:
     return raw(INT8_ISLANDS) != "0"
+
+
+def selection_convs() -> bool:
+    return raw(SELECTION_CONVS) != "0"
 
 
 def call_wait_ms() -> int:

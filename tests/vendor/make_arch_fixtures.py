@@ -6,8 +6,8 @@ Run with the vendor's separate environment (never a dependency of rknnrt):
     /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py [--only NAME ...]
                                  [--platforms rk3588 ...] [--dtypes i8 fp16]
     /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py --mini [--only NAME ...]
-    /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py --only yolohead vitembed \
-        --out $PWD/tests/vendor/fixtures_heads
+    /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py \
+        --only yolohead vitembed shuffle --out $PWD/tests/vendor/fixtures_heads
 
 Each model is a reduced block of a real architecture (few channels, 16-32 pixels, seeded
 weights) with the same op types and packings the vendor's compiler emits for the full network:
@@ -399,8 +399,27 @@ def m_vitembed(net: Net):
     return "x", [1, 3, 16, 16], net.op("MatMul", [x, net.const(w)]), [1, 17, 10]
 
 
-# Heads and embeddings whose constants the compiler stores in NC1HWC2 (fixtures_heads/)
-HEAD_PROBES = {"yolohead": m_yolohead, "vitembed": m_vitembed}
+def m_shuffle(net: Net):
+    """Two ShuffleNetV2 units on 12 channels (channel Split 6 + 6, a branch: 1x1 + Relu,
+    depthwise 3x3, 1x1 + Relu; Concat and the channel shuffle: Reshape, Transpose, Reshape),
+    then a 1x1 conv. With halves that are no whole number of the NPU's channel blocks (6, as
+    ShuffleNetV2 x1.0's 58), the compiler writes each Concat and shuffle as two 1x1 convs with
+    0/1 selection weights and an Add."""
+    y = "x"
+    for _ in range(2):
+        x1, x2 = net.name("split"), net.name("split")
+        net.nodes.append(h.make_node("Split", [y, _ints(net, 6, 6)], [x1, x2], axis=1))
+        b = net.op("Relu", [net.conv(x2, 6, 6, 1)])
+        b = net.op("Relu", [net.conv(net.conv(b, 6, 6, 3, 1, group=6), 6, 6, 1)])
+        y = net.op("Reshape", [net.op("Concat", [x1, b], axis=1), _ints(net, 1, 2, 6, 8, 8)])
+        y = net.op("Reshape", [net.op("Transpose", [y], perm=[0, 2, 1, 3, 4]),
+                               _ints(net, 1, 12, 8, 8)])  # fmt: skip
+    return "x", [1, 12, 8, 8], net.conv(y, 12, 8, 1), [1, 8, 8, 8]
+
+
+# Heads and embeddings whose constants the compiler stores in NC1HWC2, and a ShuffleNet unit
+# whose shuffle it writes as selection convs (fixtures_heads/)
+HEAD_PROBES = {"yolohead": m_yolohead, "vitembed": m_vitembed, "shuffle": m_shuffle}
 
 
 MINI_PLATFORMS = ("rv1106",)

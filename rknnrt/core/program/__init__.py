@@ -4,8 +4,8 @@ Owns how a model executes on the host: the whole-graph program (`whole.py`), the
 program of a model with custom or CPU operators (`segmented.py`, crossing tensors:
 `segment_memory.py`), where each operator runs (`placement.py`), registered custom operators
 (`custom_ops.py`), the exact execution-only rewrites and kernel choices (`fast_graph.py`,
-`int8_depthwise.py`, `fp16_layout.py`, `input_casts.py`), and the integer sums of an int8
-program's unstored convs and matrix products (`int8_islands.py`); `whole.execution_graph` applies
-them. The rest of the core holds a `Program`
-(`base.py`) and never asks which kind it is.
+`selection_convs.py`, `int8_depthwise.py`, `fp16_layout.py`, `input_casts.py`), and the integer
+sums of an int8 program's unstored convs and matrix products (`int8_islands.py`);
+`whole.execution_graph` applies them. The rest of the core holds a `Program` (`base.py`) and
+never asks which kind it is.
 """

@@ -29,6 +29,7 @@ from . import (
     int8_depthwise,
     int8_islands,
     layout_cache,
+    selection_convs,
 )
 
 
@@ -52,12 +53,14 @@ def open_program(graph: bytes, round_in_one_pass: bool = True, **kwargs: Any) ->
 
 def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes, set[str]]:
     """The graph onnxruntime runs for a program's `graph` (weights-section tensors `weights`),
-    and the weights it no longer reads: the channel shuffles as Gathers (exact), depthwise int8
+    and the weights it no longer reads: the channel shuffles as Gathers (exact), 1x1 convs that
+    only select channels as Gathers (exact for finite values), depthwise int8
     convs off a slow kernel path (exact), float-island convs accumulated in integers (the
     NPU's sums). Each NPU segment of a segmented program runs it too, and tools/vendor_diff
     for its per-layer values."""
     graph, unused = fast_graph.rewrite(graph), set()
-    for on, module in ((switches.int8_depthwise(), int8_depthwise),
+    for on, module in ((switches.selection_convs(), selection_convs),
+                       (switches.int8_depthwise(), int8_depthwise),
                        (switches.int8_islands(), int8_islands)):
         if on:
             graph, dropped = module.rewrite(graph, weights)
