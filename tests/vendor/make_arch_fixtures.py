@@ -7,7 +7,7 @@ Run with the vendor's separate environment (never a dependency of rknnrt):
                                  [--platforms rk3588 ...] [--dtypes i8 fp16]
     /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py --mini [--only NAME ...]
     /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py \
-        --only yolohead vitembed shuffle --out $PWD/tests/vendor/fixtures_heads
+        --only yolohead vitembed shuffle attnv --out $PWD/tests/vendor/fixtures_heads
 
 Each model is a reduced block of a real architecture (few channels, 16-32 pixels, seeded
 weights) with the same op types and packings the vendor's compiler emits for the full network:
@@ -417,9 +417,30 @@ def m_shuffle(net: Net):
     return "x", [1, 12, 8, 8], net.conv(y, 12, 8, 1), [1, 8, 8, 8]
 
 
+def m_attnv(net: Net):
+    """Attention whose values are wider than its queries and keys (YOLO11's PSA block: key
+    dim half the head dim): 12 tokens of width 32, 2 heads, Q and K heads of 8, V heads of 16,
+    softmax(Q K^T / sqrt(8)) V, heads joined."""
+    t, heads = 12, 2
+
+    def proj(width: int) -> str:
+        w = (net.rng.standard_normal((32, width)) / np.sqrt(32)).astype(np.float32)
+        y = net.op("MatMul", ["x", net.const(w)])
+        y = net.op("Reshape", [y, _ints(net, 1, t, heads, width // heads)])
+        return net.op("Transpose", [y], perm=[0, 2, 1, 3])
+
+    q, k, v = proj(16), proj(16), proj(32)
+    kt = net.op("Transpose", [k], perm=[0, 1, 3, 2])
+    s = net.op("Mul", [net.op("MatMul", [q, kt]), net.const(np.float32(1 / np.sqrt(8)))])
+    a = net.op("MatMul", [net.op("Softmax", [s], axis=-1), v])
+    a = net.op("Reshape", [net.op("Transpose", [a], perm=[0, 2, 1, 3]), _ints(net, 1, t, 32)])
+    return "x", [1, t, 32], a, [1, t, 32]
+
+
 # Heads and embeddings whose constants the compiler stores in NC1HWC2, and a ShuffleNet unit
 # whose shuffle it writes as selection convs (fixtures_heads/)
-HEAD_PROBES = {"yolohead": m_yolohead, "vitembed": m_vitembed, "shuffle": m_shuffle}
+HEAD_PROBES = {"yolohead": m_yolohead, "vitembed": m_vitembed, "shuffle": m_shuffle,
+               "attnv": m_attnv}  # fmt: skip
 
 
 MINI_PLATFORMS = ("rv1106",)
@@ -466,7 +487,7 @@ def make_onnx(name: str) -> onnx.ModelProto:
     y_type = TP.INT64 if name == "argmax" else TP.FLOAT
     graph = h.make_graph(net.nodes, name, [h.make_tensor_value_info(x, TP.FLOAT, xshape)],
                          [h.make_tensor_value_info(y, y_type, yshape)], net.inits)  # fmt: skip
-    opset = 17 if name in ATTN_PROBES or name == "vitembed" else OPSETS.get(name, 14)
+    opset = 17 if name in ATTN_PROBES or name in ("vitembed", "attnv") else OPSETS.get(name, 14)
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)

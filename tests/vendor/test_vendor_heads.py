@@ -5,7 +5,8 @@ leaves at its default 0) and a ViT embedding (a class token joined as a constant
 a position embedding of 17 tokens), on every platform. float16 files agree with the simulator;
 int8 ones are refused by name (their constants' rule is not known: decoded as the float16 one,
 outputs were up to 93 steps from the simulator's). The set's ShuffleNet units (selection convs,
-tests/perf/test_selection_convs.py) load in both dtypes."""
+tests/perf/test_selection_convs.py) and its attention with values wider than its queries and
+keys (YOLO11's PSA) agree in both dtypes."""
 
 from __future__ import annotations
 
@@ -23,32 +24,51 @@ from rknnrt.model.vendor_rknn import fileformat, graph
 HEADS = Path(__file__).parent / "fixtures_heads"
 REPORTED: dict = json.loads((HEADS / "reported.json").read_text())
 FP16 = sorted(s for s in REPORTED if s.endswith("_fp16"))
-INT8 = sorted(s for s in REPORTED if s.endswith("_i8") and not s.startswith("shuffle"))
+REFUSED = sorted(s for s in REPORTED if s.endswith("_i8") and s.startswith(("yolohead",
+                                                                              "vitembed")))
+INT8 = sorted(s for s in REPORTED if s.endswith("_i8") and s not in REFUSED)
 
 
 def test_the_set_covers_both_heads_on_every_platform() -> None:
-    assert len(FP16) == 15 and len(INT8) == 10
+    assert len(FP16) == 20 and len(REFUSED) == len(INT8) == 10
     assert {REPORTED[s]["platform"] for s in FP16} == {"rk3588", "rk3576", "rk3566", "rk3562",
                                                        "rv1126b"}  # fmt: skip
 
 
-@pytest.mark.parametrize("stem", FP16)
-def test_float16_heads_agree_with_the_simulator(stem: str) -> None:
+def _rows(stem: str) -> list[tuple[str, float, float]]:
+    """Per sample: ('int8', fraction within one step, max steps) or ('float', cosine, 0)."""
+    rep = REPORTED[stem]
     with np.load(HEADS / f"{stem}.npz", allow_pickle=False) as data:
         ref = {k: data[k] for k in data.files}
     lite = RKNNLite()
     assert lite.load_rknn(str(HEADS / f"{stem}.rknn")) == 0 and lite.init_runtime() == 0
+    rows = []
+    name = rep["outputs"][0]
     for s in range(ref["in0"].shape[0]):
         got = np.asarray(lite.inference([ref["in0"][s]], data_format=["nchw"])[0], np.float64)
         want = ref["out0"][s].astype(np.float64)
         assert got.shape == want.shape
         got, want = got.ravel(), want.ravel()
-        cosine = got @ want / (np.linalg.norm(got) * np.linalg.norm(want))
-        assert cosine >= 0.9999, (stem, s, cosine)
+        if rep["dtype_changed"].get(name) == "int8":
+            steps = np.abs(got - want) / rep["io_quant"][name]["scale"]
+            rows.append(("int8", float(np.mean(steps <= 1 + 1e-3)), float(steps.max())))
+        else:
+            rows.append(("float", float(got @ want / (np.linalg.norm(got) *
+                                                      np.linalg.norm(want))), 0.0))  # fmt: skip
     lite.release()
+    return rows
 
 
-@pytest.mark.parametrize("stem", INT8)
+@pytest.mark.parametrize("stem", FP16 + INT8)
+def test_heads_agree_with_the_simulator(stem: str) -> None:
+    for kind, value, worst in _rows(stem):
+        if kind == "int8":
+            assert value >= 0.99 and worst <= 1 + 1e-3, (stem, value, worst)
+        else:
+            assert value >= 0.9999, (stem, value)
+
+
+@pytest.mark.parametrize("stem", REFUSED)
 def test_int8_nc1hwc2_constants_are_refused_by_name(stem: str) -> None:
     with pytest.raises(VendorFormatError, match=r"int8 constant '.*' in an NPU layout \(tag 64\)"):
         container.read(memoryview((HEADS / f"{stem}.rknn").read_bytes()))

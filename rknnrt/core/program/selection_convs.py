@@ -3,9 +3,9 @@
 The vendor's compiler writes a ShuffleNet's channel shuffles, and the Concats around them, as
 1x1 convolutions whose weights are a 0/1 selection matrix: each output channel copies one
 input channel or none (two such convs and an Add make a Concat of shuffled halves; a float16
-ShuffleNetV2 for rk3588 has 27 of them, up to 464 x 480 at 7x7). As
-dense convolutions they took 41 % of that file's run (22.3 ms against 13.3 ms for the same
-network converted by rknnrt, whose shuffles are Gathers: fast_graph.py). Such a conv
+ShuffleNetV2 for rk3588 has 27 of them, up to 464 x 480 at 7x7). Run as dense convolutions
+they put that file at 1.7x the same network converted by rknnrt, whose shuffles are Gathers
+(fast_graph.py); as Gathers its kernel time went from 23.0 to 15.8 ms. Such a conv
 (weights constant, each row a single 1 or none, the rest zeros, bias zero or absent, no
 padding, stride or dilation) becomes
 

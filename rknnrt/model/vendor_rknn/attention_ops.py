@@ -91,8 +91,10 @@ def _scale(b: GraphBuilder, n: Node, head_dim: int) -> float:
 @OPS.register("exSDPAttention")
 def attention(b: GraphBuilder, n: Node) -> str:
     real = operands(b, n)
+    # Q and K [H, D, 1, T], V [H, Dv, 1, T]: values may be wider (YOLO11's PSA: D = Dv / 2)
     if len(real) != 3 or any(len(t.shape) != 4 or t.shape[2] != 1 for t in real) or \
-            real[0].shape != real[1].shape or real[0].shape[:2] != real[2].shape[:2]:  # fmt: skip
+            real[0].shape != real[1].shape or real[0].shape[0] != real[2].shape[0] or \
+            real[1].shape[3] != real[2].shape[3]:  # fmt: skip
         raise VendorFormatError(
             f"vendor .rknn model: exSDPAttention '{n.name}' with inputs "
             f"{[t.shape for t in real]} is not supported"

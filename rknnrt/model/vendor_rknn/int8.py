@@ -185,8 +185,8 @@ def _bias_blob(raw: memoryview, channels: int, group: int, name: str) -> tuple[n
 @dataclass
 class ConvInt8:
     """An int8 convolution's weights as the NPU computes with them: float weights
-    (q - zw) * scale per output channel, and the float bias, which is `acc_bias` accumulator
-    units (s_in x scale) of the integer sum over (x - zp_in)(q - zw)."""
+    (q - zw) * scale per output channel, and the float bias; `acc_bias` is that bias in
+    accumulator units (s_in x scale per channel), an integer."""
 
     q: np.ndarray  # int8 [oc, ic, kh, kw] (depthwise: [channels, 1, kh, kw])
     zw: np.ndarray  # float32 [oc]
