@@ -44,6 +44,7 @@ from onnx import numpy_helper as nh
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_fixtures as mf  # noqa: E402
+from head_probes import HEAD_PROBES  # noqa: E402
 
 PLATFORMS = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")
 
@@ -345,102 +346,6 @@ def m_attention(net: Net, scale: float):
     a = net.op("Reshape", [net.op("Transpose", [a], perm=[0, 2, 1, 3]),
                            net.const(np.array([1, t, d], np.int64))])  # fmt: skip
     return "x", [1, t, d], linear(a), [1, t, d]
-
-
-def m_yolohead(net: Net):
-    """A YOLOv5 detect head with its decode, on two scales (as tools/real_arch's yolov5s, not
-    the model zoo's cut export): per scale a 1x1 conv to 3 anchors x 7, Reshape, Transpose,
-    Sigmoid, Split, xy = (2 s + grid) stride, wh = (2 s)^2 anchor (Pow), Concat, Reshape; the
-    scales' detections joined. The compiler folds the grid and the anchors into NC1HWC2
-    constants (the anchors' planes padded) and joins the detections along axis 0."""
-    na, no = 3, 7
-    f1 = net.silu(net.conv("x", 3, 16, 3, 2))
-    f2 = net.silu(net.conv(f1, 16, 16, 3, 2))
-    anchors = [(10, 13, 16, 30, 33, 23), (30, 61, 62, 45, 59, 119)]
-    parts = []
-    for k, (feat, n, stride) in enumerate(((f1, 16, 8), (f2, 8, 16))):
-        p = net.conv(feat, 16, na * no, 1)
-        p = net.op("Reshape", [p, _ints(net, 1, na, no, n, n)])
-        p = net.op("Sigmoid", [net.op("Transpose", [p], perm=[0, 1, 3, 4, 2])])
-        xy, wh, conf = (net.name("split") for _ in range(3))
-        net.nodes.append(h.make_node("Split", [p, _ints(net, 2, 2, no - 4)], [xy, wh, conf],
-                                     axis=4))  # fmt: skip
-        yy, xx = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-        grid = (np.stack([xx, yy], -1)[None, None] - 0.5).astype(np.float32)
-        two = net.const(np.float32(2))
-        xy = net.op("Mul", [net.op("Add", [net.op("Mul", [xy, two]), net.const(grid)]),
-                            net.const(np.float32(stride))])  # fmt: skip
-        anchor = np.array(anchors[k], np.float32).reshape(1, na, 1, 1, 2)
-        wh = net.op("Mul", [net.op("Pow", [net.op("Mul", [wh, two]), net.const(np.float32(2))]),
-                            net.const(anchor)])  # fmt: skip
-        box = net.op("Concat", [xy, wh, conf], axis=4)
-        parts.append(net.op("Reshape", [box, _ints(net, 1, na * n * n, no)]))
-    return "x", [1, 3, 32, 32], net.op("Concat", parts, axis=1), [1, na * (256 + 64), no]
-
-
-def m_vitembed(net: Net):
-    """A ViT/DeiT embedding: 4x4 patches of a 16x16 image (a conv), flattened to 16 tokens, a
-    class token joined in front (a constant Concat operand), a position embedding of 17 tokens
-    added (both NC1HWC2 constants; 17 positions pad their planes), LayerNorm and a linear."""
-    d = 32
-    p = net.op("Conv", ["x", net.const((net.rng.standard_normal((d, 3, 4, 4)) / 7)
-                                       .astype(np.float32)),
-                        net.const((0.1 * net.rng.standard_normal(d)).astype(np.float32))],
-               kernel_shape=[4, 4], strides=[4, 4])  # fmt: skip
-    tokens = net.op("Transpose", [net.op("Reshape", [p, _ints(net, 1, d, 16)])], perm=[0, 2, 1])
-    cls = (0.02 * net.rng.standard_normal((1, 1, d))).astype(np.float32)
-    x = net.op("Concat", [net.const(cls), tokens], axis=1)
-    x = net.op("Add", [x, net.const((0.02 * net.rng.standard_normal((1, 17, d)))
-                                    .astype(np.float32))])  # fmt: skip
-    g = (1 + 0.1 * net.rng.standard_normal(d)).astype(np.float32)
-    x = net.op("LayerNormalization", [x, net.const(g), net.const(np.zeros(d, np.float32))],
-               axis=-1, epsilon=1e-6)  # fmt: skip
-    w = (net.rng.standard_normal((d, 10)) / np.sqrt(d)).astype(np.float32)
-    return "x", [1, 3, 16, 16], net.op("MatMul", [x, net.const(w)]), [1, 17, 10]
-
-
-def m_shuffle(net: Net):
-    """Two ShuffleNetV2 units on 12 channels (channel Split 6 + 6, a branch: 1x1 + Relu,
-    depthwise 3x3, 1x1 + Relu; Concat and the channel shuffle: Reshape, Transpose, Reshape),
-    then a 1x1 conv. With halves that are no whole number of the NPU's channel blocks (6, as
-    ShuffleNetV2 x1.0's 58), the compiler writes each Concat and shuffle as two 1x1 convs with
-    0/1 selection weights and an Add."""
-    y = "x"
-    for _ in range(2):
-        x1, x2 = net.name("split"), net.name("split")
-        net.nodes.append(h.make_node("Split", [y, _ints(net, 6, 6)], [x1, x2], axis=1))
-        b = net.op("Relu", [net.conv(x2, 6, 6, 1)])
-        b = net.op("Relu", [net.conv(net.conv(b, 6, 6, 3, 1, group=6), 6, 6, 1)])
-        y = net.op("Reshape", [net.op("Concat", [x1, b], axis=1), _ints(net, 1, 2, 6, 8, 8)])
-        y = net.op("Reshape", [net.op("Transpose", [y], perm=[0, 2, 1, 3, 4]),
-                               _ints(net, 1, 12, 8, 8)])  # fmt: skip
-    return "x", [1, 12, 8, 8], net.conv(y, 12, 8, 1), [1, 8, 8, 8]
-
-
-def m_attnv(net: Net):
-    """Attention whose values are wider than its queries and keys (YOLO11's PSA block: key
-    dim half the head dim): 12 tokens of width 32, 2 heads, Q and K heads of 8, V heads of 16,
-    softmax(Q K^T / sqrt(8)) V, heads joined."""
-    t, heads = 12, 2
-
-    def proj(width: int) -> str:
-        w = (net.rng.standard_normal((32, width)) / np.sqrt(32)).astype(np.float32)
-        y = net.op("MatMul", ["x", net.const(w)])
-        y = net.op("Reshape", [y, _ints(net, 1, t, heads, width // heads)])
-        return net.op("Transpose", [y], perm=[0, 2, 1, 3])
-
-    q, k, v = proj(16), proj(16), proj(32)
-    kt = net.op("Transpose", [k], perm=[0, 1, 3, 2])
-    s = net.op("Mul", [net.op("MatMul", [q, kt]), net.const(np.float32(1 / np.sqrt(8)))])
-    a = net.op("MatMul", [net.op("Softmax", [s], axis=-1), v])
-    a = net.op("Reshape", [net.op("Transpose", [a], perm=[0, 2, 1, 3]), _ints(net, 1, t, 32)])
-    return "x", [1, t, 32], a, [1, t, 32]
-
-
-# Heads and embeddings whose constants the compiler stores in NC1HWC2, and a ShuffleNet unit
-# whose shuffle it writes as selection convs (fixtures_heads/)
-HEAD_PROBES = {"yolohead": m_yolohead, "vitembed": m_vitembed, "shuffle": m_shuffle,
-               "attnv": m_attnv}  # fmt: skip
 
 
 MINI_PLATFORMS = ("rv1106",)

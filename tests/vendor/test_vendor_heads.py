@@ -1,12 +1,12 @@
-"""Vendor files whose constants the compiler stores in the NC1HWC2 layout (tests/vendor/
-fixtures_heads, make_arch_fixtures.py's HEAD_PROBES): a YOLOv5 head with its decode (grid and
-anchors folded into NC1HWC2 constants, a Pow, the detections joined along an axis the file
-leaves at its default 0) and a ViT embedding (a class token joined as a constant Concat operand,
-a position embedding of 17 tokens), on every platform. float16 files agree with the simulator;
-int8 ones are refused by name (their constants' rule is not known: decoded as the float16 one,
-outputs were up to 93 steps from the simulator's). The set's ShuffleNet units (selection convs,
-tests/perf/test_selection_convs.py) and its attention with values wider than its queries and
-keys (YOLO11's PSA) agree in both dtypes."""
+"""Vendor files of the parts of real networks the architecture blocks do not reach
+(tests/vendor/fixtures_heads, built from head_probes.py by make_arch_fixtures.py): a YOLOv5 head
+with its decode (grid and anchors folded into NC1HWC2 constants, a Pow, the detections joined
+along an axis the file leaves at its default 0) and a ViT embedding (a class token joined as a
+constant Concat operand, a position embedding of 17 tokens), on every platform. float16 files
+agree with the simulator; int8 ones are refused by name (their constants' rule is not known:
+decoded as the float16 one, outputs were up to 93 steps from the simulator's). The set's
+ShuffleNet units (selection convs, tests/perf/test_selection_convs.py) and its attention with
+values wider than its queries and keys (YOLO11's PSA) agree in both dtypes."""
 
 from __future__ import annotations
 
