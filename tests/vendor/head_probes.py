@@ -1,8 +1,8 @@
 """Vendor fixtures of tests/vendor/fixtures_heads (make_arch_fixtures.py builds them with
-`--only yolohead vitembed shuffle attnv --out $PWD/tests/vendor/fixtures_heads`): the parts of
-real networks whose compiled form the architecture blocks of make_arch_fixtures.py do not
-reach. Each builder takes make_arch_fixtures' `Net` and returns (input, input shape, output,
-output shape)."""
+`--only yolohead vitembed shuffle attnv v8head atrous --out $PWD/tests/vendor/fixtures_heads`):
+the parts of real networks whose compiled form the architecture blocks of make_arch_fixtures.py
+do not reach. Each builder takes make_arch_fixtures' `Net` and returns (input, input shape,
+output, output shape)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,55 @@ def m_attnv(net: Any):
     return "x", [1, t, 32], a, [1, t, 32]
 
 
+def m_v8head(net: Any):
+    """A YOLOv8 head with its decode (as tools/real_arch's yolov8n): two scales' box (64) and
+    class (80) maps joined to [1, 144, 80] (8x8 + 4x4 positions) and split again; the boxes
+    through the DFL (Reshape, Transpose, Softmax, a 1x1 conv of weights 0..15) and dist2bbox
+    (a Split in halves, anchor points, strides), the class scores through a Sigmoid. The
+    compiler lays [1, 144, 80] out as [144, 1, 1, 80] and splits it along axis 0, an axis the
+    file leaves at its default."""
+    f1 = net.silu(net.conv("x", 3, 16, 3, 2))
+    f2 = net.silu(net.conv(f1, 16, 16, 3, 2))
+    maps, points, strides = [], [], []
+    for feat, n, stride in ((f1, 8, 2), (f2, 4, 4)):
+        y = net.op("Concat", [net.conv(feat, 16, 64, 1), net.conv(feat, 16, 80, 1)], axis=1)
+        maps.append(net.op("Reshape", [y, _ints(net, 1, 144, n * n)]))
+        yy, xx = np.meshgrid(np.arange(n) + 0.5, np.arange(n) + 0.5, indexing="ij")
+        points.append(np.stack([xx.ravel(), yy.ravel()]))
+        strides.append(np.full(n * n, stride))
+    a = sum(n * n for n in (8, 4))
+    y = net.op("Concat", maps, axis=2)
+    box, cls = net.name("split"), net.name("split")
+    net.nodes.append(h.make_node("Split", [y, _ints(net, 64, 80)], [box, cls], axis=1))
+    d = net.op("Reshape", [box, _ints(net, 1, 4, 16, a)])
+    d = net.op("Softmax", [net.op("Transpose", [d], perm=[0, 2, 1, 3])], axis=1)
+    bins = net.const(np.arange(16, dtype=np.float32).reshape(1, 16, 1, 1))
+    d = net.op("Reshape", [net.op("Conv", [d, bins], kernel_shape=[1, 1]), _ints(net, 1, 4, a)])
+    lt, rb = net.name("split"), net.name("split")
+    net.nodes.append(h.make_node("Split", [d, _ints(net, 2, 2)], [lt, rb], axis=1))
+    anchor = net.const(np.concatenate(points, 1)[None].astype(np.float32))
+    x1y1, x2y2 = net.op("Sub", [anchor, lt]), net.op("Add", [anchor, rb])
+    cxy = net.op("Div", [net.op("Add", [x1y1, x2y2]), net.const(np.float32(2))])
+    dbox = net.op("Concat", [cxy, net.op("Sub", [x2y2, x1y1])], axis=1)
+    dbox = net.op("Mul", [dbox, net.const(np.concatenate(strides)[None].astype(np.float32))])
+    y = net.op("Concat", [dbox, net.op("Sigmoid", [cls])], axis=1)
+    return "x", [1, 3, 16, 16], y, [1, 84, a]
+
+
+def m_atrous(net: Any):
+    """DeepLabV3's atrous convolutions: 3x3 convs of dilation 24 and 36 on a 38x38 map (the
+    ASPP branches), summed; the compiler writes the wider ones as Pad, Gather, Pad, Gather
+    around a dense conv."""
+    x = net.op("Relu", [net.conv("x", 3, 8, 3, 1)])
+    parts = []
+    for d in (24, 36):
+        w = (net.rng.standard_normal((8, 8, 3, 3)) / 8).astype(np.float32)
+        parts.append(net.op("Conv", [x, net.const(w)], kernel_shape=[3, 3], pads=[d] * 4,
+                            dilations=[d, d]))  # fmt: skip
+    return "x", [1, 3, 38, 38], net.op("Sum", parts), [1, 8, 38, 38]
+
+
 # Heads and embeddings whose constants the compiler stores in NC1HWC2, and a ShuffleNet unit
 # whose shuffle it writes as selection convs (fixtures_heads/)
 HEAD_PROBES = {"yolohead": m_yolohead, "vitembed": m_vitembed, "shuffle": m_shuffle,
-               "attnv": m_attnv}  # fmt: skip
+               "attnv": m_attnv, "v8head": m_v8head, "atrous": m_atrous}  # fmt: skip

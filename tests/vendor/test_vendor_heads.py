@@ -1,12 +1,14 @@
 """Vendor files of the parts of real networks the architecture blocks do not reach
 (tests/vendor/fixtures_heads, built from head_probes.py by make_arch_fixtures.py): a YOLOv5 head
 with its decode (grid and anchors folded into NC1HWC2 constants, a Pow, the detections joined
-along an axis the file leaves at its default 0) and a ViT embedding (a class token joined as a
-constant Concat operand, a position embedding of 17 tokens), on every platform. float16 files
-agree with the simulator; int8 ones are refused by name (their constants' rule is not known:
-decoded as the float16 one, outputs were up to 93 steps from the simulator's). The set's
-ShuffleNet units (selection convs, tests/perf/test_selection_convs.py) and its attention with
-values wider than its queries and keys (YOLO11's PSA) agree in both dtypes."""
+along an axis the file leaves at its default 0), a YOLOv8 head with its DFL decode (its
+[144, 1, 1, A] maps split along the default axis 0) and a ViT embedding (a class token joined
+as a constant Concat operand, a position embedding of 17 tokens), on every platform. float16
+files agree with the simulator; int8 ones are refused by name (their constants' rule is not
+known: decoded as the float16 one, outputs were up to 93 steps from the simulator's). The set's
+ShuffleNet units (selection convs, tests/perf/test_selection_convs.py), its attention with
+values wider than its queries and keys (YOLO11's PSA) and DeepLabV3's widest atrous convs
+(Pad, Gather, Pad, Gather around a dense conv) agree in both dtypes."""
 
 from __future__ import annotations
 
@@ -25,12 +27,13 @@ HEADS = Path(__file__).parent / "fixtures_heads"
 REPORTED: dict = json.loads((HEADS / "reported.json").read_text())
 FP16 = sorted(s for s in REPORTED if s.endswith("_fp16"))
 REFUSED = sorted(s for s in REPORTED if s.endswith("_i8") and s.startswith(("yolohead",
-                                                                              "vitembed")))
+                                                                              "vitembed",
+                                                                              "v8head")))
 INT8 = sorted(s for s in REPORTED if s.endswith("_i8") and s not in REFUSED)
 
 
-def test_the_set_covers_both_heads_on_every_platform() -> None:
-    assert len(FP16) == 20 and len(REFUSED) == len(INT8) == 10
+def test_the_set_covers_every_probe_on_every_platform() -> None:
+    assert len(FP16) == 30 and len(REFUSED) == len(INT8) == 15
     assert {REPORTED[s]["platform"] for s in FP16} == {"rk3588", "rk3576", "rk3566", "rk3562",
                                                        "rv1126b"}  # fmt: skip
 

@@ -80,10 +80,11 @@ def softmax(b: GraphBuilder, n: Node) -> str:
 @OPS.register("Split")
 def split(b: GraphBuilder, n: Node) -> list[str]:
     """Split (the compiler cuts wide convolutions along the channels): the parts' sizes are
-    their stored shapes along the axis (attribute slot 0)."""
+    their stored shapes along the axis (attribute slot 0; absent, FlatBuffers' 0: YOLOv8's
+    head splits its [144, 1, 1, 8400] boxes and classes so)."""
     x = single(b, n)
     outs = [b.m.tensors[i] for i in n.outputs]
-    axis = n.attr_int(AXIS, 1)
+    axis = n.attr_int(AXIS, 0)
     if not 0 <= axis < len(x.shape) or any(len(t.shape) != len(x.shape) for t in outs):
         raise VendorFormatError(f"vendor .rknn model: Split '{n.name}' has an invalid axis")
     sizes = [t.shape[axis] for t in outs]
@@ -93,6 +94,28 @@ def split(b: GraphBuilder, n: Node) -> list[str]:
     sizes_name = b.const(np.array(sizes, np.int64), "sizes")
     b.nodes.append(oh.make_node("Split", [b.value(x), sizes_name], names, axis=axis))
     return names
+
+
+@OPS.register("Gather")
+def gather(b: GraphBuilder, n: Node) -> str:
+    """Gather with constant int64 indices along its axis (slot 0, absent 0): the compiler's
+    dilated convolution (DeepLabV3's atrous convs: Gather, Pad, Gather of the rows and columns
+    around a dense conv)."""
+    x = single(b, n)
+    consts = [t for t in operands(b, n)[1:] if t.kind in CONST_KINDS]
+    axis, out = n.attr_int(AXIS, 0), output(b, n)
+    if len(consts) != 1 or consts[0].dtype != "int64" or not 0 <= axis < len(x.shape):
+        raise VendorFormatError(f"vendor .rknn model: Gather '{n.name}' is not supported")
+    indices = b.m.const(consts[0]).reshape(-1)[: int(np.prod(consts[0].shape or [1]))]
+    expected = [*x.shape[:axis], indices.size, *x.shape[axis + 1 :]]
+    if out.shape != expected or indices.size == 0 or indices.min() < -x.shape[axis] \
+            or indices.max() >= x.shape[axis]:  # fmt: skip
+        raise VendorFormatError(
+            f"vendor .rknn model: Gather '{n.name}' (axis {axis}, {indices.size} indices of "
+            f"{x.shape}, output {out.shape}) is not supported"
+        )
+    return b.add("Gather", [b.value(x), b.const(indices.astype(np.int64), "idx")], "gather",
+                 axis=axis)  # fmt: skip
 
 
 @OPS.register("Slice")
