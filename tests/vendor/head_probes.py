@@ -1,5 +1,5 @@
 """Vendor fixtures of tests/vendor/fixtures_heads (make_arch_fixtures.py builds them with
-`--only yolohead vitembed shuffle attnv v8head atrous --out $PWD/tests/vendor/fixtures_heads`):
+`--only yolohead vitembed shuffle attnv v8head atrous oc1 --out $PWD/tests/vendor/fixtures_heads`):
 the parts of real networks whose compiled form the architecture blocks of make_arch_fixtures.py
 do not reach. Each builder takes make_arch_fixtures' `Net` and returns (input, input shape,
 output, output shape)."""
@@ -154,7 +154,18 @@ def m_atrous(net: Any):
     return "x", [1, 3, 38, 38], net.op("Sum", parts), [1, 8, 38, 38]
 
 
+def m_oc1(net: Any):
+    """Convolutions with one output channel (a YOLOv8 DFL's, a segmentation head's mask): a
+    1x1 one without bias and a 3x3 one with, both of signed seeded weights, joined. Their int8
+    bias blobs hold A alone (the weight zero point sits in a register)."""
+    f = net.op("Relu", [net.conv("x", 3, 16, 3)])
+    w = (net.rng.standard_normal((1, 16, 1, 1)) / 4).astype(np.float32)
+    a = net.op("Conv", [f, net.const(w, "w")], kernel_shape=[1, 1])
+    return "x", [1, 3, 8, 8], net.op("Concat", [a, net.conv(f, 16, 1, 3)], axis=1), [1, 2, 8, 8]
+
+
 # Heads and embeddings whose constants the compiler stores in NC1HWC2, and a ShuffleNet unit
-# whose shuffle it writes as selection convs (fixtures_heads/)
+# whose shuffle it writes as selection convs, convs with one output channel (fixtures_heads/)
 HEAD_PROBES = {"yolohead": m_yolohead, "vitembed": m_vitembed, "shuffle": m_shuffle,
-               "attnv": m_attnv, "v8head": m_v8head, "atrous": m_atrous}  # fmt: skip
+               "attnv": m_attnv, "v8head": m_v8head, "atrous": m_atrous,
+               "oc1": m_oc1}  # fmt: skip

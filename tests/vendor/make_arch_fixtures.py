@@ -6,8 +6,9 @@ Run with the vendor's separate environment (never a dependency of rknnrt):
     /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py [--only NAME ...]
                                  [--platforms rk3588 ...] [--dtypes i8 fp16]
     /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py --mini [--only NAME ...]
-    /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py \
-        --only yolohead vitembed shuffle attnv v8head atrous --out $PWD/tests/vendor/fixtures_heads
+    /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py \\
+        --only yolohead vitembed shuffle attnv v8head atrous oc1 \\
+        --out $PWD/tests/vendor/fixtures_heads
 
 Each model is a reduced block of a real architecture (few channels, 16-32 pixels, seeded
 weights) with the same op types and packings the vendor's compiler emits for the full network:

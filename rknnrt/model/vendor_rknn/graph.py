@@ -95,17 +95,17 @@ class GraphBuilder:
                     f"vendor .rknn model: tensor '{t.name}' is used before any op writes it"
                 )
             array = self.m.const(t)
-            # (an int8 one, a YOLOv5 int8 head's grid, gives outputs up to 95 steps from the
-            # simulator's: refused by name until its rule is known)
-            if t.layout_tag == LAYOUT_NC1HWC2 and "int8" not in (t.qnt_type, t.dtype):
+            if t.layout_tag == LAYOUT_NC1HWC2:
                 array = from_nc1hwc2(array, t)
-            elif t.layout_tag in (LAYOUT_NC1HWC2, LAYOUT_PACKED):
+            elif t.layout_tag == LAYOUT_PACKED:
                 raise VendorFormatError(
                     f"vendor .rknn model: {t.dtype} constant '{t.name}' in an NPU layout (tag "
                     f"{t.layout_tag}) read by an element-wise op is not decoded"
                 )
             array = array.astype(np.float32)
-            if t.qnt_type == "int8" and t.scale:  # a quantised constant: its real values
+            # a quantised constant: its real values (an int8 NC1HWC2 one, a YOLOv5 head's grid,
+            # leaves its quantisation type empty)
+            if "int8" in (t.qnt_type, t.dtype) and t.scale:
                 array = numerics.dequantize(array, t.scale[0], t.zp[0] if t.zp else 0)
             if t.shape and array.size >= int(np.prod(t.shape)):
                 array = array[: int(np.prod(t.shape))].reshape(t.shape)

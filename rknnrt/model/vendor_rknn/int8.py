@@ -39,6 +39,10 @@ _BIAS_UNPACK = {"RKNPU w1": mini_weights.w1_bias_blob}
 # rv1126b's int8 weights and bias blobs are byte for byte rk3576's (the same ONNX model built
 # for both), so it follows rk3576's int8 rules.
 INT8_FAMILY = {"RKNPU f3": "RKNPU f2"}
+# A conv with one output channel (a YOLOv8 DFL's weights 0..15) has a bias blob of A alone: its
+# -zw is the signed low half of this DPU register, and its C is 2^14 (the one channel is its
+# own maximum). rk3576 and rv1126b files hold no such value anywhere (refused by name).
+SINGLE_CHANNEL_ZW = {"RKNPU v2": 0x4054, "RKNPU lite": 0x4054, "RKNPU t4": 0x4054}
 # Depthwise weights as (w, -zw) pairs with a bias blob without B (weights.unpack_depthwise_pairs).
 DEPTHWISE_PAIRS = ("RKNPU f2", "RKNPU t4", "RKNPU t3", "RKNPU w1")
 # rv1106 and rv1106b pair each weight with its own -zw (mini_weights.py)
@@ -246,6 +250,8 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
         a, b, c = _BIAS_UNPACK[fmt](_data(regs, bias), oc, bias.name)
     else:
         a, b, c = _bias_blob(_data(regs, bias), oc, group, bias.name)
+    if oc == 1 and not depthwise and not b.any() and not c.any():
+        b, c = _single_channel_zw(regs, n), np.array([2.0**14])
     s_in, s_out = float(x.scale[0]), float(y.scale[0])
     if activation is not None:
         post = regs.activation_input_scale(n, activation)
@@ -269,6 +275,19 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
     bf = acc_bias * s_in * s_w
     return ConvInt8(q, zw.astype(np.float32), s_w.astype(np.float32), bf.astype(np.float32),
                     np.rint(acc_bias).astype(np.int64))
+
+
+def _single_channel_zw(regs: RegisterFile, n: Node) -> np.ndarray:
+    """-zw of int8 conv `n`, whose one output channel's bias blob holds A alone."""
+    reg = SINGLE_CHANNEL_ZW.get(regs.model.npu_format)
+    value = (regs.first_task(n) or {}).get(reg) if reg is not None else None
+    if value is None:
+        raise VendorFormatError(
+            f"vendor .rknn model: int8 conv '{n.name}' has one output channel, whose weight "
+            f"zero point NPU format '{regs.model.npu_format}' files do not store: not decoded"
+        )
+    low = value & 0xFFFF
+    return np.array([low - 0x10000 if low & 0x8000 else low], np.float64)
 
 
 def _identity_conv(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor, y: Tensor,
