@@ -103,12 +103,15 @@ class RegisterFile:
 
     def out_cvts(self, n: Node) -> list[tuple[int, int, int]]:
         """(offset, scale, shift) of each of op `n`'s tasks that programs the output
-        conversion, in task order (offset signed, scale's low 16 bits)."""
+        conversion, in task order (offset signed, scale's low 16 bits). A task that programs
+        the scale and the shift but not the offset has offset 0: the compiler leaves that
+        register out when it is 0 (a real-size DeiT's attention whose output zero point is 0)."""
         rows = []
         for regs, values in self._tasks.get(n.index, []) if self.cvt is not None else []:
             first = dict(zip(regs[::-1].tolist(), values[::-1].tolist()))
-            if all(r in first for r in self.cvt):
-                offset, scale, shift = (first[r] for r in self.cvt)
+            if all(r in first for r in self.cvt[1:]):
+                offset, scale, shift = first.get(self.cvt[0], 0), first[self.cvt[1]], \
+                    first[self.cvt[2]]  # fmt: skip
                 rows.append((offset - (1 << 32) if offset >> 31 else offset, scale & 0xFFFF, shift))
         return rows
 
