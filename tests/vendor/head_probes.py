@@ -1,5 +1,5 @@
 """Vendor fixtures of tests/vendor/fixtures_heads (make_arch_fixtures.py builds them with
-`--only yolohead vitembed shuffle attnv v8head atrous oc1 --out $PWD/tests/vendor/fixtures_heads`):
+`--only yolohead vitembed shuffle attnv v8head atrous oc1 bnzp --out ...fixtures_heads`):
 the parts of real networks whose compiled form the architecture blocks of make_arch_fixtures.py
 do not reach. Each builder takes make_arch_fixtures' `Net` and returns (input, input shape,
 output, output shape)."""
@@ -164,8 +164,21 @@ def m_oc1(net: Any):
     return "x", [1, 3, 8, 8], net.op("Concat", [a, net.conv(f, 16, 1, 3)], axis=1), [1, 2, 8, 8]
 
 
+def m_bnzp(net: Any):
+    """DenseNet's standalone BatchNormalization + Relu on inputs whose zero point is not 0:
+    after a MaxPool of a Relu (zero point -128, as DenseNet-121's first) and after a Concat
+    of a pooled map and a conv (another zero point), each followed by a 1x1 conv."""
+    f = net.op("MaxPool", [net.op("Relu", [net.conv("x", 3, 16, 3)])], kernel_shape=[2, 2],
+               strides=[2, 2])  # fmt: skip
+    y = net.conv(net.op("Relu", [net.bn(f, 16)]), 16, 8, 1)
+    c = net.op("Concat", [f, net.conv(f, 16, 8, 3)], axis=1)
+    z = net.conv(net.op("Relu", [net.bn(c, 24)]), 24, 8, 1)
+    return "x", [1, 3, 16, 16], net.op("Concat", [y, z], axis=1), [1, 16, 8, 8]
+
+
 # Heads and embeddings whose constants the compiler stores in NC1HWC2, and a ShuffleNet unit
-# whose shuffle it writes as selection convs, convs with one output channel (fixtures_heads/)
+# whose shuffle it writes as selection convs, convs with one output channel, standalone
+# BatchNormalizations on inputs with a zero point (fixtures_heads/)
 HEAD_PROBES = {"yolohead": m_yolohead, "vitembed": m_vitembed, "shuffle": m_shuffle,
                "attnv": m_attnv, "v8head": m_v8head, "atrous": m_atrous,
-               "oc1": m_oc1}  # fmt: skip
+               "oc1": m_oc1, "bnzp": m_bnzp}  # fmt: skip

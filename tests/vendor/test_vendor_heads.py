@@ -5,7 +5,8 @@ along an axis the file leaves at its default 0), a YOLOv8 head with its DFL deco
 [144, 1, 1, A] maps split along the default axis 0, the DFL's conv of one output channel) and a
 ViT embedding (a class token joined as a constant Concat operand, a position embedding of 17
 tokens), on every platform; convs of one output channel, whose weight zero point rk3576 and
-rv1126b files do not store (refused by name there). The set's ShuffleNet units (selection
+rv1126b files do not store (refused by name there); DenseNet's standalone BatchNormalization on
+inputs whose zero point is not 0 (bnzp). The set's ShuffleNet units (selection
 convs, tests/perf/test_selection_convs.py), its attention with values wider than its queries
 and keys (YOLO11's PSA) and DeepLabV3's widest atrous convs (Pad, Gather, Pad, Gather around a
 dense conv) agree in both dtypes. The YOLOv8 head's int8 decode reads its anchor points and
@@ -38,7 +39,7 @@ INT8 = sorted(s for s in REPORTED if s.endswith("_i8") and s not in REFUSED + V8
 
 
 def test_the_set_covers_every_probe_on_every_platform() -> None:
-    assert len(FP16) == 35 and len(REFUSED) == 4 and len(V8HEAD) == 3 and len(INT8) == 28
+    assert len(FP16) == 40 and len(REFUSED) == 4 and len(V8HEAD) == 3 and len(INT8) == 33
     assert {REPORTED[s]["platform"] for s in FP16} == {"rk3588", "rk3576", "rk3566", "rk3562",
                                                        "rv1126b"}  # fmt: skip
 

@@ -86,7 +86,7 @@ def batch_norm(b: GraphBuilder, n: Node) -> str:
     if len(src.shape) < 2:
         raise VendorFormatError(f"vendor .rknn model: {n.op_type} '{n.name}' has no channels")
     if b.quantized:
-        y = _int8_batch_norm(b, n, x, src.shape[1], src.scale)
+        y = _int8_batch_norm(b, n, x, src.shape[1], src.scale, src.zp[0] if src.zp else 0)
     else:
         eps = float(n.attrs.scalar(BN_EPSILON, "<f", BN_DEFAULT_EPSILON)) if n.attrs is not None \
             else BN_DEFAULT_EPSILON  # fmt: skip
@@ -96,11 +96,13 @@ def batch_norm(b: GraphBuilder, n: Node) -> str:
     return b.add("Relu", [y], "relu") if n.op_type.endswith("Relu") else y
 
 
-def _int8_batch_norm(b: GraphBuilder, n: Node, x: str, channels: int,
-                     x_scale: list[float]) -> str:  # fmt: skip
-    """int8 files fold the normalisation into y = x A + B: A as int16 with a scale of its own,
-    B as int32 in units of (input scale x A's scale), then mean 0 and variance 1 (int32, int16)
-    (inferred from toolkit 2.5.0 DenseNet-like builds)."""
+def _int8_batch_norm(b: GraphBuilder, n: Node, x: str, channels: int, x_scale: list[float],
+                     x_zp: int) -> str:
+    """int8 files fold the normalisation into y = (q A + B) s_in s_A on the input's raw int8
+    values q: A as int16 with a scale s_A of its own, B as int32 holding the input zero point's
+    share (-zp A), then mean 0 and variance 1 (int32, int16) (inferred from toolkit 2.5.0
+    DenseNet builds: read as x A + B s_in s_A, x = (q - zp) s_in, every element of a real-size
+    DenseNet-121's BatchNormalizationRelu after a MaxPool (zp -128) was off, up to 138 steps)."""
     consts = [t for t in operands(b, n)[1:] if t.kind in CONST_KINDS][:4]
     dtypes = [t.dtype for t in consts]
     if dtypes != ["int16", "int32", "int32", "int16"] or not consts[0].scale or not x_scale:
@@ -117,7 +119,9 @@ def _int8_batch_norm(b: GraphBuilder, n: Node, x: str, channels: int,
     s_a = float(consts[0].scale[0])
     shape = [1, channels] + [1] * 2
     a = (q_a[:channels] * s_a).astype(np.float32).reshape(shape)
-    bias = (q_b[:channels] * float(x_scale[0]) * s_a).astype(np.float32).reshape(shape)
+    # q A + B = (q - zp) A + (B + zp A): x A plus a bias in float (integers exact in float64)
+    bias = ((q_b[:channels] + x_zp * q_a[:channels]) * float(x_scale[0]) *
+            s_a).astype(np.float32).reshape(shape)  # fmt: skip
     y = b.add("Mul", [x, b.const(a, "bn_a")], "bn_mul")
     return b.add("Add", [y, b.const(bias, "bn_b")], "bn")
 
