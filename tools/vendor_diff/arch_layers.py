@@ -4,6 +4,7 @@ per-layer comparison of vendor files (tools/vendor_diff/vendor_file.py).
 
     /work/vendor_env/bin/python tools/vendor_diff/arch_layers.py OUT_DIR STEM [STEM ...]
     /work/vendor_env/bin/python tools/vendor_diff/arch_layers.py OUT_DIR --probe NAME PLATFORM ...
+    /work/vendor_env/bin/python tools/vendor_diff/arch_layers.py OUT_DIR --fp16 STEM ...
 
 Each STEM (`<model>_<platform>_i8`, or a model name: all its platforms) is rebuilt from
 make_arch_fixtures.make_onnx with the calibration set make_fixtures.build_one uses (so the
@@ -106,6 +107,46 @@ def dump(stem: str, out_dir: str, model=None, export: bool = False) -> None:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def dump_float16(stem: str, out_dir: str) -> None:
+    """The simulator's value of every tensor of the float16 fixture `<model>_<platform>_fp16`
+    on its first test input (tests/vendor/fixtures_arch/<stem>.npz's in0[0]): OUT_DIR/STEM.npz,
+    `t/<name>` per tensor, float16 where the value is float16's (the model input stays
+    float32: the simulator feeds it unrounded), for tests/vendor/test_vendor_fp16_layers.py."""
+    from rknn.api import RKNN  # the vendor toolkit: only in its own environment
+
+    name, platform, _ = stem.rsplit("_", 2)
+    with np.load(os.path.join(HERE, "..", "..", "tests", "vendor", "fixtures_arch",
+                              f"{stem}.npz")) as data:  # fmt: skip
+        first = data["in0"][0]
+    work = tempfile.mkdtemp(prefix="rknnrt_layers16_")
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        import onnx
+
+        onnx.save(maf.make_onnx(name), "m.onnx")
+        np.save("in0.npy", first)
+        log = open("vendor.log", "w")
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            rknn = RKNN(verbose=False)
+            rknn.config(target_platform=platform, custom_string=mf.CUSTOM)
+            assert rknn.load_onnx("m.onnx") == 0
+            assert rknn.build(do_quantization=False) == 0
+            assert rknn.accuracy_analysis(inputs=["in0.npy"], output_dir="snap") == 0
+            rknn.release()
+        arrays = {}
+        for tensor, path in dump_files("snap").items():
+            if os.path.exists(path):
+                value = np.load(path)
+                half = value.astype(np.float16)
+                arrays[f"t/{tensor}"] = half if np.array_equal(half, value) else value
+        np.savez_compressed(os.path.join(out_dir, f"{stem}.npz"), **arrays)
+    finally:
+        os.chdir(cwd)
+        if not os.environ.get("KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def collapse(out_dir: str, stems: list[str]) -> None:
     """Keep each model's most common dump once as `<model>_i8.npz`."""
     by_model = collections.defaultdict(list)
@@ -137,6 +178,11 @@ def main() -> int:
             model = attention_probes.make(*attention_probes.PROBES[name]) \
                 if name in attention_probes.PROBES else make(*PROBES[name])  # fmt: skip
             dump(stem, out_dir, model, export=True)
+            print("dumped", stem, flush=True)
+        return 0
+    if sys.argv[2] == "--fp16":  # float16 fixtures' tensors (dump_float16)
+        for stem in sys.argv[3:]:
+            dump_float16(stem, out_dir)
             print("dumped", stem, flush=True)
         return 0
     stems = [s for a in sys.argv[2:] for s in

@@ -144,6 +144,8 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
                 raise VendorFormatError(
                     f"vendor .rknn model: {n.op_type} '{n.name}' needs one operand"
                 )
+            if not b.quantized:  # rounded to float16 first, as the simulator's two ops do
+                y = b.to_float16(y)
             y = b.add(step, [y, b.value(extra[0])], "fused")
         elif step == "Relu":
             y = b.add("Relu", [y], "relu")

@@ -156,9 +156,13 @@ class GraphBuilder:
             self.values.pop(t.index, None)
             return
         elif t.dtype == "float16":
-            half = self.add("Cast", [raw], "h", to=TensorProto.FLOAT16)
-            raw = self.add("Cast", [half], "f", to=TensorProto.FLOAT)
+            raw = self.to_float16(raw)
         self.values[t.index] = raw
+
+    def to_float16(self, x: str) -> str:
+        """Float value `x` rounded to float16 (and held in float32)."""
+        half = self.add("Cast", [x], "h", to=TensorProto.FLOAT16)
+        return self.add("Cast", [half], "f", to=TensorProto.FLOAT)
 
 
 def from_nc1hwc2(array: np.ndarray, t: Tensor) -> np.ndarray:
