@@ -59,6 +59,12 @@ CLIP_REGS: dict[tuple[str, bool], tuple[int | None, int, int]] = {
 OPS = OpTable()
 
 
+# fused steps whose float16 result does not change when their input is rounded to float16
+# first (float16 bounds); before any other, a float16 file's convolution is rounded, as the
+# simulator runs the convolution and the step as two ops (tests/vendor/test_vendor_fp16_layers)
+_COMMUTE_WITH_ROUNDING = ("Relu", "Clip")
+
+
 def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
     """A convolution (the weight and bias are its second and third inputs) and the steps
     the compiler fused after it (`steps`, from the op type)."""
@@ -138,14 +144,16 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
         addend = b.regs.activation_addend(n, table)
         if addend:
             y = b.add("Add", [y, b.const(np.array(addend, np.float32), "bn_add")], "pre_lut")
+    rounded = False  # (float16: whether y is on float16 since the last step)
     for step in steps:
+        if not (b.quantized or rounded or step in _COMMUTE_WITH_ROUNDING):
+            y = b.to_float16(y)  # the simulator rounds each op's output: the conv's first
+        rounded = step in _COMMUTE_WITH_ROUNDING and rounded
         if step in ("Add", "Mul"):
             if len(extra) != 1:
                 raise VendorFormatError(
                     f"vendor .rknn model: {n.op_type} '{n.name}' needs one operand"
                 )
-            if not b.quantized:  # rounded to float16 first, as the simulator's two ops do
-                y = b.to_float16(y)
             y = b.add(step, [y, b.value(extra[0])], "fused")
         elif step == "Relu":
             y = b.add("Relu", [y], "relu")
