@@ -92,6 +92,13 @@ FP16_ROUND_KERNEL = Switch(
     "0 runs a program's float16 roundings as onnxruntime's Cast pairs instead of one pass of "
     "rknnrt's compiled kernel (core/program/fp16_round.py; same values; read at rknn_init)",
 )  # fmt: skip
+INT8_AFFINE_KERNEL = Switch(
+    "RKNNRT_INT8_AFFINE_KERNEL", "1",
+    "0 runs an int8 program's per-channel affine maps (a vendor file's standalone "
+    "BatchNormalization) as onnxruntime's DequantizeLinear, Mul, Add, Relu, QuantizeLinear "
+    "instead of one pass of rknnrt's compiled kernel (core/program/int8_affine.py; same "
+    "outputs; read at rknn_init)",
+)  # fmt: skip
 INT8_ISLANDS = Switch(
     "RKNNRT_INT8_ISLANDS", "1",
     "0 runs an int8 program's convs whose output is not stored in float32 on dequantised "
@@ -227,6 +234,10 @@ def int8_dw_kernel() -> bool:
 
 def fp16_round_kernel() -> bool:
     return raw(FP16_ROUND_KERNEL) != "0"
+
+
+def int8_affine_kernel() -> bool:
+    return raw(INT8_AFFINE_KERNEL) != "0"
 
 
 def int8_islands() -> bool:

@@ -18,12 +18,14 @@
  *
  * The arithmetic is dw_arith.c (scalar, AVX2 and AVX-512 paths chosen at run time, so a cached
  * build suits every x86-64 CPU); onnxruntime's C API as declared in ort_abi.h. RegisterCustomOps
- * also adds the library's other op, f16round.c's RoundFloat16, to the domain.
+ * also adds the library's other ops, f16round.c's RoundFloat16 and affine.c's ChannelAffineU8,
+ * to the domain.
  */
 
 #include <stdlib.h>
 
 #include "dw_arith.h"
+#include "affine.h"
 #include "f16round.h"
 #include "ort_abi.h"
 
@@ -209,6 +211,8 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
         st = FN(api, CustomOpDomain_Add)(domain, &ops[i].base);
     if (!st)
         st = FN(api, CustomOpDomain_Add)(domain, f16round_op());
+    if (!st)
+        st = FN(api, CustomOpDomain_Add)(domain, affine_op());
     if (!st)
         st = FN(api, AddCustomOpDomain)(options, domain);
     return st;
