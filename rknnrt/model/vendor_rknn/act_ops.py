@@ -10,6 +10,7 @@ not use them either).
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
 
 from .. import numerics
 from ..errors import VendorFormatError
@@ -147,6 +148,8 @@ def layer_norm(b: GraphBuilder, n: Node) -> str:
     # point of their own, and the simulator normalises with them on that grid (its quantisation
     # config holds both as int8 per tensor; rknn-toolkit2 2.5.0, the transformer fixtures)
     scale, bias = _params(b, n, 2, channels, on_grid=b.quantized)
+    if not b.quantized:  # float16: the simulator's LayerNormalization on float16 tensors
+        return _float16_layer_norm(b, x, axis, rank, scale, bias, eps)
     shape = [1] * rank
     shape[axis] = channels
     mean = b.add("ReduceMean", [x], "mean", axes=[axis], keepdims=1)
@@ -158,6 +161,23 @@ def layer_norm(b: GraphBuilder, n: Node) -> str:
     y = b.add("Div", [centred, std], "norm")
     y = b.add("Mul", [y, b.const(scale.reshape(shape), "g")], "scaled")
     return b.add("Add", [y, b.const(bias.reshape(shape), "beta")], "ln")
+
+
+def _float16_layer_norm(b: GraphBuilder, x: str, axis: int, rank: int, scale: np.ndarray,
+                        bias: np.ndarray, eps: float) -> str:
+    """onnxruntime's LayerNormalization on float16 values (x is on float16 already), its
+    scale and bias float16, over `axis` moved last: what the simulator computes (fed its inputs,
+    3 and 4 of a fixture's 384 outputs off, ties, where ReduceMean/Sub/Sqrt/Div pieces in float32
+    or float64 left 18 and 36), in one op."""
+    perm = [k for k in range(rank) if k != axis] + [axis]
+    back = [perm.index(k) for k in range(rank)]
+    h = b.add("Cast", [b.add("Transpose", [x], "ln_t", perm=perm)], "ln_h",
+              to=TensorProto.FLOAT16)  # fmt: skip
+    y = b.add("LayerNormalization", [h, b.const(scale.astype(np.float16), "g"),
+                                     b.const(bias.astype(np.float16), "beta")], "ln",
+              axis=-1, epsilon=eps)  # fmt: skip
+    return b.add("Transpose", [b.add("Cast", [y], "ln_f", to=TensorProto.FLOAT)], "ln_back",
+                 perm=back)  # fmt: skip
 
 
 @OPS.register("Resize")

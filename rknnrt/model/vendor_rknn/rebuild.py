@@ -21,7 +21,7 @@ from . import registry
 from .fileformat import Tensor, VendorModel
 from .graph import GraphBuilder
 
-OPSET = 13
+OPSET = 17  # (LayerNormalization: a float16 exNorm, act_ops._float16_layer_norm)
 WEIGHT_LOCATION = "@weights"  # as rknnrt's converter names its weights section
 # IO types a rebuilt graph may have (model/dtypes.py: their ONNX numbers).
 _IO_TYPES = ("float32", "float16", "int8", "uint8", "int16", "int32", "int64")
