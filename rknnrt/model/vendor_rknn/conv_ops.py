@@ -144,11 +144,9 @@ def _conv(b: GraphBuilder, n: Node, steps: tuple[str, ...]) -> str:
         addend = b.regs.activation_addend(n, table)
         if addend:
             y = b.add("Add", [y, b.const(np.array(addend, np.float32), "bn_add")], "pre_lut")
-    rounded = False  # (float16: whether y is on float16 since the last step)
     for step in steps:
-        if not (b.quantized or rounded or step in _COMMUTE_WITH_ROUNDING):
+        if not (b.quantized or step in _COMMUTE_WITH_ROUNDING):
             y = b.to_float16(y)  # the simulator rounds each op's output: the conv's first
-        rounded = step in _COMMUTE_WITH_ROUNDING and rounded
         if step in ("Add", "Mul"):
             if len(extra) != 1:
                 raise VendorFormatError(
