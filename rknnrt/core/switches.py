@@ -105,6 +105,12 @@ INT8_ISLANDS = Switch(
     "weights, as before, instead of accumulating them in integers as the NPU does "
     "(core/program/int8_islands.py; read at rknn_init)",
 )  # fmt: skip
+GROUPED_CONVS = Switch(
+    "RKNNRT_GROUPED_CONVS", "1",
+    "0 runs a float grouped convolution the vendor's compiler wrote as one conv per group "
+    "(Split, convs, Concat) as those convs instead of one grouped conv "
+    "(core/program/grouped_convs.py; read at rknn_init)",
+)  # fmt: skip
 SELECTION_CONVS = Switch(
     "RKNNRT_SELECTION_CONVS", "1",
     "0 runs 1x1 float convs whose weights only select channels (a vendor ShuffleNet's "
@@ -242,6 +248,10 @@ def int8_affine_kernel() -> bool:
 
 def int8_islands() -> bool:
     return raw(INT8_ISLANDS) != "0"
+
+
+def grouped_convs() -> bool:
+    return raw(GROUPED_CONVS) != "0"
 
 
 def selection_convs() -> bool:

@@ -1,5 +1,5 @@
 """Vendor fixtures of tests/vendor/fixtures_heads (make_arch_fixtures.py builds them with
-`--only yolohead vitembed shuffle attnv v8head atrous oc1 bnzp --out ...fixtures_heads`):
+`--only yolohead vitembed shuffle attnv v8head atrous oc1 bnzp grouped --out ...`):
 the parts of real networks whose compiled form the architecture blocks of make_arch_fixtures.py
 do not reach. Each builder takes make_arch_fixtures' `Net` and returns (input, input shape,
 output, output shape)."""
@@ -176,9 +176,19 @@ def m_bnzp(net: Any):
     return "x", [1, 3, 16, 16], net.op("Concat", [y, z], axis=1), [1, 16, 8, 8]
 
 
+def m_grouped(net: Any):
+    """RegNetX's grouped convolutions (group width 16): 3x3 stride 2 with 2 groups of 16, then
+    3x3 with 4 groups of 16, each + Relu, and a 1x1 conv. The compiler writes each as a Split,
+    one conv per group and a Concat."""
+    f = net.op("Relu", [net.conv("x", 3, 32, 3)])
+    g = net.op("Relu", [net.conv(f, 32, 32, 3, 2, group=2)])
+    g = net.op("Relu", [net.conv(net.conv(g, 32, 64, 1), 64, 64, 3, 1, group=4)])
+    return "x", [1, 3, 16, 16], net.conv(g, 64, 16, 1), [1, 16, 8, 8]
+
+
 # Heads and embeddings whose constants the compiler stores in NC1HWC2, and a ShuffleNet unit
 # whose shuffle it writes as selection convs, convs with one output channel, standalone
-# BatchNormalizations on inputs with a zero point (fixtures_heads/)
+# BatchNormalizations on inputs with a zero point, grouped convs (fixtures_heads/)
 HEAD_PROBES = {"yolohead": m_yolohead, "vitembed": m_vitembed, "shuffle": m_shuffle,
                "attnv": m_attnv, "v8head": m_v8head, "atrous": m_atrous,
-               "oc1": m_oc1, "bnzp": m_bnzp}  # fmt: skip
+               "oc1": m_oc1, "bnzp": m_bnzp, "grouped": m_grouped}  # fmt: skip

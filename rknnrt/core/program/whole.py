@@ -26,6 +26,7 @@ from . import (
     fast_graph,
     fp16_layout,
     fp16_round,
+    grouped_convs,
     int8_affine,
     int8_depthwise,
     int8_islands,
@@ -54,13 +55,15 @@ def open_program(graph: bytes, round_in_one_pass: bool = True, **kwargs: Any) ->
 
 def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes, set[str]]:
     """The graph onnxruntime runs for a program's `graph` (weights-section tensors `weights`),
-    and the weights it no longer reads: the channel shuffles as Gathers (exact), 1x1 convs that
+    and the weights it no longer reads: the channel shuffles as Gathers (exact), a vendor
+    file's per-group convs as one grouped conv (the same products), 1x1 convs that
     only select channels as Gathers (exact for finite values), depthwise int8 convs off a slow
     kernel path (exact), float-island convs accumulated in integers (the NPU's sums),
     per-channel affine int8 maps in one kernel pass (exact). Each NPU segment of a segmented
     program runs it too, and tools/vendor_diff for its per-layer values."""
     graph, unused = fast_graph.rewrite(graph), set()
-    for on, module in ((switches.selection_convs(), selection_convs),
+    for on, module in ((switches.grouped_convs(), grouped_convs),
+                       (switches.selection_convs(), selection_convs),
                        (switches.int8_depthwise(), int8_depthwise),
                        (switches.int8_islands(), int8_islands),
                        (switches.int8_affine_kernel(), int8_affine)):
