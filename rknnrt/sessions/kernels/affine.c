@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "api_kernel.h"
 #include "affine.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -94,9 +95,6 @@ void affine_run(const uint8_t *x, uint8_t *y, const float *p, const float *a, co
     }
 }
 
-typedef struct Kernel {
-    const OrtApi *api;
-} Kernel;
 
 static int dims_of(const OrtApi *api, const OrtValue *value, int64_t *dims, size_t *rank) {
     OrtTensorTypeAndShapeInfo *info = NULL;
@@ -115,7 +113,7 @@ static int dims_of(const OrtApi *api, const OrtValue *value, int64_t *dims, size
 
 static void compute(void *kernel, OrtKernelContext *ctx) {
     /* a failure can only leave the output unset, which onnxruntime reports itself */
-    const OrtApi *api = ((const Kernel *)kernel)->api;
+    const OrtApi *api = ((const ApiKernel *)kernel)->api;
     const OrtValue *in[4] = {NULL, NULL, NULL, NULL};
     for (size_t i = 0; i < 4; i++)
         if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
@@ -145,26 +143,14 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
                    (const float *)data[2], (const float *)data[3], planes, dims[1], size);
 }
 
-static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKernelInfo *info) {
-    (void)op;
-    (void)info;
-    Kernel *k = (Kernel *)calloc(1, sizeof(Kernel));
-    if (k != NULL)
-        k->api = api;
-    return k;
-}
-
-static void destroy_kernel(void *kernel) { free(kernel); }
 static const char *op_name(const CustomOp *op) { (void)op; return "ChannelAffineU8"; }
-static const char *op_provider(const CustomOp *op) { (void)op; return NULL; }
 static size_t op_inputs(const CustomOp *op) { (void)op; return 4; }
 static size_t op_outputs(const CustomOp *op) { (void)op; return 1; }
 static int op_input_type(const CustomOp *op, size_t i) { (void)op; return i ? T_FLOAT : T_UINT8; }
 static int op_output_type(const CustomOp *op, size_t i) { (void)op; (void)i; return T_UINT8; }
-static int op_required(const CustomOp *op, size_t i) { (void)op; (void)i; return 0; }
 
-static const CustomOp op = {8, create_kernel, op_name, op_provider, op_input_type, op_inputs,
-                            op_output_type, op_outputs, compute, destroy_kernel, op_required,
-                            op_required, {0}};
+static const CustomOp op = {8, api_kernel_create, op_name, any_provider, op_input_type, op_inputs,
+                            op_output_type, op_outputs, compute, api_kernel_destroy, required,
+                            required, {0}};
 
 const CustomOp *affine_op(void) { return &op; }

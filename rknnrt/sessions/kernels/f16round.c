@@ -16,6 +16,7 @@
 #define F16_X86 1
 #endif
 
+#include "api_kernel.h"
 #include "f16round.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -83,13 +84,10 @@ static int max_level = 1; /* set by rknnrt_f16round_max_level: the tests' scalar
 
 EXPORT void rknnrt_f16round_max_level(int level) { max_level = level; }
 
-typedef struct Kernel {
-    const OrtApi *api;
-} Kernel;
 
 static void compute(void *kernel, OrtKernelContext *ctx) {
     /* a failure can only leave the output unset, which onnxruntime reports itself */
-    const OrtApi *api = ((const Kernel *)kernel)->api;
+    const OrtApi *api = ((const ApiKernel *)kernel)->api;
     const OrtValue *in = NULL;
     if (FN(api, KernelContext_GetInput)(ctx, 0, &in) != NULL || in == NULL)
         return;
@@ -122,23 +120,12 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
         f16round_run((const float *)x, (float *)y, count, max_level);
 }
 
-static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKernelInfo *info) {
-    (void)op;
-    (void)info;
-    Kernel *k = (Kernel *)calloc(1, sizeof(Kernel));
-    if (k != NULL)
-        k->api = api;
-    return k;
-}
-
-static void destroy_kernel(void *kernel) { free(kernel); }
 static const char *op_name(const CustomOp *op) { (void)op; return "RoundFloat16"; }
-static const char *op_provider(const CustomOp *op) { (void)op; return NULL; }
 static size_t op_one(const CustomOp *op) { (void)op; return 1; }
 static int op_float(const CustomOp *op, size_t i) { (void)op; (void)i; return T_FLOAT; }
-static int op_required(const CustomOp *op, size_t i) { (void)op; (void)i; return 0; }
 
-static const CustomOp op = {8, create_kernel, op_name, op_provider, op_float, op_one, op_float,
-                            op_one, compute, destroy_kernel, op_required, op_required, {0}};
+static const CustomOp op = {8, api_kernel_create, op_name, any_provider, op_float, op_one,
+                            op_float, op_one, compute, api_kernel_destroy, required, required,
+                            {0}};
 
 const CustomOp *f16round_op(void) { return &op; }
