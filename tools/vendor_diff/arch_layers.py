@@ -42,6 +42,21 @@ import make_fixtures as mf  # noqa: E402
 from snapshot import dump_files, on_grid  # noqa: E402
 
 
+@contextlib.contextmanager
+def _work_folder(prefix: str):
+    """A temporary folder made the current one (the toolkit writes its files there), removed
+    afterwards unless KEEP is set."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        yield work
+    finally:
+        os.chdir(cwd)
+        if not os.environ.get("KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def dump(stem: str, out_dir: str, model=None, export: bool = False) -> None:
     """`model` (an onnx.ModelProto; default make_arch_fixtures.make_onnx of the stem's model)
     built for the stem's platform; `export` also writes OUT_DIR/STEM.rknn (a probe's file)."""
@@ -51,10 +66,7 @@ def dump(stem: str, out_dir: str, model=None, export: bool = False) -> None:
     name, platform, dtype = stem.rsplit("_", 2)
     assert dtype == "i8", "per-layer values are for int8 files"
     model = maf.make_onnx(name) if model is None else model
-    work = tempfile.mkdtemp(prefix="rknnrt_layers_")
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
+    with _work_folder("rknnrt_layers_") as work:
         import onnx
 
         onnx.save(model, "m.onnx")
@@ -69,8 +81,8 @@ def dump(stem: str, out_dir: str, model=None, export: bool = False) -> None:
             lines.append(" ".join(paths))
         with open("dataset.txt", "w") as f:
             f.write("\n".join(lines) + "\n")
-        log = open("vendor.log", "w")
-        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        with open("vendor.log", "w") as log, contextlib.redirect_stdout(log), \
+                contextlib.redirect_stderr(log):  # fmt: skip
             rknn = RKNN(verbose=False)
             rknn.config(target_platform=platform, custom_string=mf.CUSTOM)
             assert rknn.load_onnx("m.onnx") == 0
@@ -101,10 +113,6 @@ def dump(stem: str, out_dir: str, model=None, export: bool = False) -> None:
             meta[tensor] = entry
         header = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), np.uint8)
         np.savez_compressed(os.path.join(out_dir, f"{stem}.npz"), meta=header, **arrays)
-    finally:
-        os.chdir(cwd)
-        if not os.environ.get("KEEP"):
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def dump_float16(stem: str, out_dir: str) -> None:
@@ -118,16 +126,13 @@ def dump_float16(stem: str, out_dir: str) -> None:
     with np.load(os.path.join(HERE, "..", "..", "tests", "vendor", "fixtures_arch",
                               f"{stem}.npz")) as data:  # fmt: skip
         first = data["in0"][0]
-    work = tempfile.mkdtemp(prefix="rknnrt_layers16_")
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
+    with _work_folder("rknnrt_layers16_"):
         import onnx
 
         onnx.save(maf.make_onnx(name), "m.onnx")
         np.save("in0.npy", first)
-        log = open("vendor.log", "w")
-        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        with open("vendor.log", "w") as log, contextlib.redirect_stdout(log), \
+                contextlib.redirect_stderr(log):  # fmt: skip
             rknn = RKNN(verbose=False)
             rknn.config(target_platform=platform, custom_string=mf.CUSTOM)
             assert rknn.load_onnx("m.onnx") == 0
@@ -141,10 +146,6 @@ def dump_float16(stem: str, out_dir: str) -> None:
                 half = value.astype(np.float16)
                 arrays[f"t/{tensor}"] = half if np.array_equal(half, value) else value
         np.savez_compressed(os.path.join(out_dir, f"{stem}.npz"), **arrays)
-    finally:
-        os.chdir(cwd)
-        if not os.environ.get("KEEP"):
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def collapse(out_dir: str, stems: list[str]) -> None:

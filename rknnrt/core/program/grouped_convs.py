@@ -90,21 +90,19 @@ def _chain(g: _Lookup, split) -> dict | None:
             return None
         pair, value = _rounding(g, conv.output[0])
         convs.append(conv)
-        parts.append((w, bias))
+        parts.append((*w, bias))  # (weight, reached through a Cast, bias or None)
         roundings.append((pair, value))
     concat = g.only_reader(roundings[0][1])
     if concat is None or concat.op_type != "Concat" or concat.domain or \
             _attr(concat, "axis", 0) != 1 or list(concat.input) != [v for _, v in roundings]:
         return None
-    first = convs[0]
-    shapes = {p[0][0].shape for p in parts}
-    if len(shapes) != 1 or len({p[0][1] for p in parts}) != 1 or \
-            len({p[1] is None for p in parts}) != 1 or \
+    if len({w.shape for w, _, _ in parts}) != 1 or len({cast for _, cast, _ in parts}) != 1 or \
+            len({bias is None for _, _, bias in parts}) != 1 or \
             any(len({repr(_attr(c, a)) for c in convs}) != 1 for a in _SAME) or \
             len({bool(pair) for pair, _ in roundings}) != 1:  # fmt: skip
         return None
     return dict(split=split, convs=convs, parts=parts, roundings=roundings, concat=concat,
-                first=first, inner=inner)
+                inner=inner)
 
 
 def groups_as_one_conv(graph, weights: Mapping[str, np.ndarray]) -> int:
@@ -123,19 +121,21 @@ def groups_as_one_conv(graph, weights: Mapping[str, np.ndarray]) -> int:
         if taken.intersection(names):
             continue
         taken.update(names)
-        (w0, cast), _ = found["parts"][0]
-        weight = np.concatenate([p[0][0] for p in found["parts"]], axis=0)
+        parts = found["parts"]
+        cast = parts[0][1]
+        weight = np.concatenate([w for w, _, _ in parts], axis=0)
         added.append(onnx.numpy_helper.from_array(weight, names[0]))
         nodes = []
         if cast:
             nodes.append(onnx.helper.make_node("Cast", [names[0]], [names[1]], to=_FLOAT,
                                                name=names[1]))  # fmt: skip
         inputs = [split.input[0], names[1] if cast else names[0]]
-        if found["parts"][0][1] is not None:
+        if parts[0][2] is not None:
             added.append(onnx.numpy_helper.from_array(
-                np.concatenate([p[1] for p in found["parts"]]), names[2]))  # fmt: skip
+                np.concatenate([bias for _, _, bias in parts]), names[2]))  # fmt: skip
             inputs.append(names[2])
-        attrs = {a: _attr(found["first"], a) for a in _SAME if _attr(found["first"], a)}
+        first = found["convs"][0]
+        attrs = {a: _attr(first, a) for a in _SAME if _attr(first, a)}
         rounded = bool(found["roundings"][0][0])
         nodes.append(onnx.helper.make_node("Conv", inputs, [names[3] if rounded else base],
                                            group=len(found["convs"]), name=names[3],

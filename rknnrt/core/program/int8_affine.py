@@ -40,15 +40,14 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
         return graph, set()
     model = onnx.load_model_from_string(bytes(graph))
     g = _Lookup(model.graph, weights)
-    candidates = [node for node in model.graph.node if node.op_type == "Mul"]
-    if not any(_chain(g, node, None) for node in candidates):
-        return graph, set()
-    ranks = _ranks(model)  # (the channel axis is 1 only where x's rank is the constants')
-    found = [c for c in (_chain(g, node, ranks) for node in candidates) if c is not None]
+    found = [c for c in (_chain(g, node) for node in model.graph.node) if c is not None]
+    if found:  # (the channel axis is 1 only where x's rank is the constants')
+        ranks = _ranks(model)
+        found = [c for c in found if ranks.get(c[0].output[0]) == c[-1]]
     if not found or not dw_kernel.library_ready():
         return graph, set()
     replace, removed = {}, set()
-    for k, (dq, steps, quant, params, a, b) in enumerate(found):
+    for k, (dq, steps, quant, params, a, b, _) in enumerate(found):
         if g.only_reader(dq.output[0]) is steps[0]:
             removed.add(id(dq))
         stem = f"{quant.output[0]}__affine{k}"
@@ -76,9 +75,10 @@ def _ranks(model) -> dict[str, int]:
             if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")}
 
 
-def _chain(g: _Lookup, mul, ranks: dict[str, int] | None) -> tuple | None:
-    """(DequantizeLinear, [Mul, Add, Relu?], QuantizeLinear, params, a, b) of the chain
-    starting at `mul`, or None; `ranks` None: every condition but the rank's."""
+def _chain(g: _Lookup, mul) -> tuple | None:
+    """(DequantizeLinear, [Mul, Add, Relu?], QuantizeLinear, params, a, b, the constants'
+    rank) of the chain starting at `mul`, or None (the input's rank is checked by the
+    caller)."""
     if mul.op_type != "Mul" or mul.domain or len(mul.input) != 2:
         return None
     dq = _dq(g, mul.input[0])
@@ -102,10 +102,8 @@ def _chain(g: _Lookup, mul, ranks: dict[str, int] | None) -> tuple | None:
             or any(z is None or z.dtype != np.uint8 for z in zps) or a is None or b is None \
             or a[0].size != b[0].size or a[1] != b[1]:  # fmt: skip
         return None
-    if ranks is not None and ranks.get(dq.output[0]) != a[1]:
-        return None
     params = np.array([scales[0], zps[0], scales[1], zps[1], 1 if relu else 0], np.float32)
-    return dq, steps, node, params, a[0], b[0]
+    return dq, steps, node, params, a[0], b[0], a[1]
 
 
 def _per_channel(value: np.ndarray | None) -> tuple[np.ndarray, int] | None:

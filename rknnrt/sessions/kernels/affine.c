@@ -95,22 +95,6 @@ void affine_run(const uint8_t *x, uint8_t *y, const float *p, const float *a, co
     }
 }
 
-
-static int dims_of(const OrtApi *api, const OrtValue *value, int64_t *dims, size_t *rank) {
-    OrtTensorTypeAndShapeInfo *info = NULL;
-    if (FN(api, GetTensorTypeAndShape)(value, &info) != NULL)
-        return -1;
-    OrtStatus *st = FN(api, GetDimensionsCount)(info, rank);
-    if (!st && *rank <= 16)
-        st = FN(api, GetDimensions)(info, dims, *rank);
-    FN(api, ReleaseTensorTypeAndShapeInfo)(info);
-    if (st) {
-        FN(api, ReleaseStatus)(st);
-        return -1;
-    }
-    return *rank <= 16 ? 0 : -1;
-}
-
 static void compute(void *kernel, OrtKernelContext *ctx) {
     /* a failure can only leave the output unset, which onnxruntime reports itself */
     const OrtApi *api = ((const ApiKernel *)kernel)->api;
@@ -120,8 +104,8 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
             return;
     int64_t dims[16], pd[16], ad[16], bd[16];
     size_t rank = 0, pr = 0, ar = 0, br = 0;
-    if (dims_of(api, in[0], dims, &rank) || dims_of(api, in[1], pd, &pr) ||
-        dims_of(api, in[2], ad, &ar) || dims_of(api, in[3], bd, &br))
+    if (tensor_dims(api, in[0], dims, 16, &rank) || tensor_dims(api, in[1], pd, 16, &pr) ||
+        tensor_dims(api, in[2], ad, 16, &ar) || tensor_dims(api, in[3], bd, 16, &br))
         return;
     if (rank < 2 || pr != 1 || pd[0] != 5 || ar != 1 || br != 1 || ad[0] != dims[1] ||
         bd[0] != dims[1] || dims[1] <= 0)

@@ -1,5 +1,6 @@
-/* The kernel object of this library's ops that keep nothing but onnxruntime's API table
- * (f16round.c, affine.c), and the op fields they share. */
+/* What this library's ops share: the kernel object of those that keep nothing but
+ * onnxruntime's API table (f16round.c, affine.c), their common op fields, and reading a
+ * tensor's dimensions (every op). */
 
 #ifndef RKNNRT_API_KERNEL_H
 #define RKNNRT_API_KERNEL_H
@@ -25,5 +26,26 @@ static inline void *api_kernel_create(const CustomOp *op, const OrtApi *api,
 static inline void api_kernel_destroy(void *kernel) { free(kernel); }
 static inline const char *any_provider(const CustomOp *op) { (void)op; return NULL; }
 static inline int required(const CustomOp *op, size_t i) { (void)op; (void)i; return 0; }
+
+/* The dimensions of tensor `value` into dims (at most `most`) and their count into *rank:
+ * 0, or -1 when onnxruntime reports an error or the rank exceeds `most`. */
+static inline int tensor_dims(const OrtApi *api, const OrtValue *value, int64_t *dims,
+                              size_t most, size_t *rank) {
+    OrtTensorTypeAndShapeInfo *info = NULL;
+    OrtStatus *st = FN(api, GetTensorTypeAndShape)(value, &info);
+    if (st) {
+        FN(api, ReleaseStatus)(st);
+        return -1;
+    }
+    st = FN(api, GetDimensionsCount)(info, rank);
+    if (!st && *rank <= most)
+        st = FN(api, GetDimensions)(info, dims, *rank);
+    FN(api, ReleaseTensorTypeAndShapeInfo)(info);
+    if (st) {
+        FN(api, ReleaseStatus)(st);
+        return -1;
+    }
+    return *rank <= most ? 0 : -1;
+}
 
 #endif

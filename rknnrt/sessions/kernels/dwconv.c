@@ -26,6 +26,7 @@
 
 #include "dw_arith.h"
 #include "affine.h"
+#include "api_kernel.h"
 #include "f16round.h"
 #include "ort_abi.h"
 
@@ -52,21 +53,6 @@ static void run_chunk(void *data, size_t i) {
 
 EXPORT void rknnrt_dw_max_level(int level) { max_level = level; }
 
-static OrtStatus *dims_of(const OrtApi *api, const OrtValue *v, int64_t *dims, size_t most,
-                          size_t *count) {
-    OrtTensorTypeAndShapeInfo *info = NULL;
-    OrtStatus *st = FN(api, GetTensorTypeAndShape)(v, &info);
-    if (st)
-        return st;
-    st = FN(api, GetDimensionsCount)(info, count);
-    if (!st && *count > most)
-        st = FN(api, CreateStatus)(ORT_INVALID_ARGUMENT, "rknnrt depthwise: unexpected rank");
-    if (!st)
-        st = FN(api, GetDimensions)(info, dims, *count);
-    FN(api, ReleaseTensorTypeAndShapeInfo)(info);
-    return st;
-}
-
 static void compute(void *kernel, OrtKernelContext *ctx) {
     /* onnxruntime's legacy custom-op compute returns nothing: a failure can only be a missing
      * output, which onnxruntime reports itself. The rewrite makes every input consistent. */
@@ -78,14 +64,9 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
             return;
     int64_t xd[4], wd[3];
     size_t xr = 0, wr = 0;
-    OrtStatus *st = dims_of(api, in[0], xd, 4, &xr);
-    if (!st)
-        st = dims_of(api, in[1], wd, 3, &wr);
-    if (st || xr != 4 || wr != 3 || wd[2] != xd[3]) {
-        if (st)
-            FN(api, ReleaseStatus)(st);
+    if (tensor_dims(api, in[0], xd, 4, &xr) || tensor_dims(api, in[1], wd, 3, &wr) ||
+        xr != 4 || wr != 3 || wd[2] != xd[3])
         return;
-    }
     Shape s = {xd[0], xd[1], xd[2], xd[3], wd[0], wd[1], 0, 0};
     s.oh = (s.h + k->p.pt + k->p.pb - (k->p.dh * (s.kh - 1) + 1)) / k->p.sh + 1;
     s.ow = (s.w + k->p.pl + k->p.pr - (k->p.dw * (s.kw - 1) + 1)) / k->p.sw + 1;

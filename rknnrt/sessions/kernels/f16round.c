@@ -84,27 +84,15 @@ static int max_level = 1; /* set by rknnrt_f16round_max_level: the tests' scalar
 
 EXPORT void rknnrt_f16round_max_level(int level) { max_level = level; }
 
-
 static void compute(void *kernel, OrtKernelContext *ctx) {
     /* a failure can only leave the output unset, which onnxruntime reports itself */
     const OrtApi *api = ((const ApiKernel *)kernel)->api;
     const OrtValue *in = NULL;
     if (FN(api, KernelContext_GetInput)(ctx, 0, &in) != NULL || in == NULL)
         return;
-    OrtTensorTypeAndShapeInfo *info = NULL;
-    if (FN(api, GetTensorTypeAndShape)(in, &info) != NULL)
-        return;
     int64_t dims[16];
     size_t rank = 0;
-    OrtStatus *st = FN(api, GetDimensionsCount)(info, &rank);
-    if (!st && rank <= 16)
-        st = FN(api, GetDimensions)(info, dims, rank);
-    FN(api, ReleaseTensorTypeAndShapeInfo)(info);
-    if (st) {
-        FN(api, ReleaseStatus)(st);
-        return;
-    }
-    if (rank > 16)
+    if (tensor_dims(api, in, dims, 16, &rank))
         return;
     int64_t count = 1;
     for (size_t i = 0; i < rank; i++)
