@@ -14,7 +14,10 @@ geometric means.
 
 Kind `int8f` is the same int8 file initialised with RKNNRT_INT8_DW_KERNEL=0 (depthwise convs as
 exact float convs instead of rknnrt's compiled kernel, sessions/kernels): `--kinds int8f,int8`
-shows the kernel's before/after in one run, alternating. Kind `fp16c` is the fp16 file with
+shows the kernel's before/after in one run, alternating. Kind `int8v` is it with
+RKNNRT_INT8_CONV_KERNEL=0 (dense float-island convs as float convs on integers instead of the
+compiled VNNI kernel, core/program/qconv_kernel.py; the same file where the CPU has no VNNI).
+Kind `fp16c` is the fp16 file with
 RKNNRT_FP16_ROUND_KERNEL=0 (its float16 roundings as Cast pairs instead of the compiled
 one-pass kernel, core/program/fp16_round.py): `--kinds fp16c,fp16`.
 
@@ -51,8 +54,8 @@ def main() -> None:
     parser.add_argument("--calib", type=int, default=2)
     parser.add_argument("--kinds", default="int8,fp16",
                         help="programs to time: int8, fp16, int8f (int8 without the compiled "
-                             "depthwise kernel), fp16c (fp16 without the compiled rounding "
-                             "kernel)")  # fmt: skip
+                             "depthwise kernel), int8v (without the VNNI conv kernel), fp16c "
+                             "(fp16 without the compiled rounding kernel)")  # fmt: skip
     args = parser.parse_args()
     names = [n for n in catalog.NETWORKS if not args.models or n in args.models.split(",")]
     exact = int8_kernels.fast_kernels_exact()
@@ -88,25 +91,28 @@ def main() -> None:
     print(f"{'geometric mean':24s} {'':10s} {pad} {' '.join(f'{geo[k]:9.2f}' for k in kinds)}")
 
 
-KINDS = ("int8f", "int8", "fp16c", "fp16")
+KINDS = ("int8f", "int8v", "int8", "fp16c", "fp16")
+# a variant: (the kind whose file it loads, the switch it loads that file with at 0)
+VARIANTS = {"int8f": ("int8", switches.INT8_DW_KERNEL),
+            "int8v": ("int8", switches.INT8_CONV_KERNEL),
+            "fp16c": ("fp16", switches.FP16_ROUND_KERNEL)}
 
 
 def _runtimes(model, kinds: list[str], calib: list, stem: str) -> dict[str, RKNNLite]:
-    """One initialised runtime per kind; int8f shares int8's file, fp16c fp16's (each built
-    once)."""
+    """One initialised runtime per kind; a variant shares its kind's file (each built once)."""
     out: dict[str, RKNNLite] = {}
-    for kind, variant, switch, quantize in (("int8", "int8f", switches.INT8_DW_KERNEL, True),
-                                            ("fp16", "fp16c", switches.FP16_ROUND_KERNEL, False)):
-        if kind not in kinds and variant not in kinds:
+    for kind, quantize in (("int8", True), ("fp16", False)):
+        variants = [v for v, (base, _) in VARIANTS.items() if base == kind and v in kinds]
+        if kind not in kinds and not variants:
             continue
         path = f"{stem}.{kind}.rknn"
         out[kind] = build(model, quantize, calib if quantize else None, path)
-        if variant in kinds:
-            with switches.override(switch, "0"):
+        for variant in variants:
+            with switches.override(VARIANTS[variant][1], "0"):
                 out[variant] = _load(path)
         if kind not in kinds:
             out.pop(kind).release()
-    return out
+    return {k: out[k] for k in kinds}
 
 
 def _load(path: str) -> RKNNLite:

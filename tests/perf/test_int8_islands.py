@@ -9,10 +9,18 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from rknnrt.core import switches
 from rknnrt.core.program import int8_islands, whole
 
 H = 9
 XS, XZ = 0.043, 131
+
+
+@pytest.fixture(autouse=True)
+def _float_convs(monkeypatch):
+    """These tests are of the float convs on integers: the dense VNNI kernel, which takes them
+    on a VNNI CPU, is off (tests/perf/test_qconv_kernel.py compares the two)."""
+    monkeypatch.setenv(switches.INT8_CONV_KERNEL.name, "0")
 
 
 def _model(configs: list[dict], seed: int = 0) -> onnx.ModelProto:

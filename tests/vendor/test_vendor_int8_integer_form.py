@@ -13,7 +13,7 @@ import onnx
 import pytest
 
 import rknnrt as rk
-from rknnrt.core.program import dw_kernel, whole
+from rknnrt.core.program import dw_kernel, qconv_kernel, whole
 from rknnrt.lite import RKNNLite
 from rknnrt.model.vendor_rknn import conv_ops, fileformat, int8, rebuild
 
@@ -67,9 +67,9 @@ def test_int8_tensors_inside_the_graph_are_uint8_and_outputs_int8(stem: str) -> 
 
 
 def test_the_program_runs_no_float_convolution(monkeypatch, tmp_path) -> None:
-    """stem_rk3588_i8 runs on QLinearConv and the compiled depthwise kernel (or its exact
-    float chain where no compiler is), as the same network converted by rknnrt does; before,
-    five float Convs on dequantised weights."""
+    """stem_rk3588_i8 runs on QLinearConv (or the VNNI conv kernel) and the compiled depthwise
+    kernel (or its exact float chain where no compiler is), as the same network converted by
+    rknnrt does; before, five float Convs on dequantised weights."""
     optimised = []
     real = whole.open_program
 
@@ -85,7 +85,10 @@ def test_the_program_runs_no_float_convolution(monkeypatch, tmp_path) -> None:
     rk.rknn_destroy(ctx)
     ops = [n.op_type for p in optimised
            for n in onnx.load(p, load_external_data=False).graph.node]  # fmt: skip
-    assert ops.count("QLinearConv") == 3, ops
+    # the shallow dense ones on the VNNI conv kernel where this CPU has it (qconv_kernel.py)
+    on_kernel = ops.count("ConvInt8_u8u8")
+    assert ops.count("QLinearConv") + on_kernel == 3, ops
+    assert (on_kernel > 0) == qconv_kernel.available(), ops
     if dw_kernel.available():  # the two depthwise convs on the compiled kernel
         assert "Conv" not in ops and ops.count("DepthwiseConvInt8_u8u8") == 1, ops
     else:  # on their exact integer-valued float chain (int8_depthwise.py)

@@ -23,6 +23,12 @@ same bound). A conv beyond it is split along its input channels into parts withi
 part's exact sum cast to int32 and added in int32: the same acc. Outputs are bit-identical to
 the int64 definition above (tests/perf/test_int8_islands.py). A conv is rewritten only where
 the program's bias is on the grid xs * ws[c] (the converter's rule, toolkit/quantize/qdq.py).
+
+Where rknnrt's compiled kernels are there, a depthwise conv runs on dw_kernel.py's, and on a
+CPU with AVX-512 VNNI a dense conv, Gemm or MatMul of uint8 on qconv_kernel.py's: the same
+integers and float32 products, fewer passes. That kernel also takes the shallow dense convs
+onnxruntime would fuse into QLinearConv (at most SHALLOW products per sum, where it measured
+faster), requantised as QLinearConv does (tests/perf/test_qconv_kernel.py).
 """
 
 from __future__ import annotations
@@ -32,10 +38,24 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..lazy_imports import onnx
-from . import dw_kernel, graph_edit
-from .int8_depthwise import _EXACT, _RANGES, _attr, _dq, _Lookup, _quantize_after, _scalar
+from . import dw_kernel, graph_edit, qconv_kernel
+from .int8_depthwise import (
+    _EXACT,
+    _RANGES,
+    _UINT8,
+    _attr,
+    _dq,
+    _Lookup,
+    _quantize_after,
+    _scalar,
+)
 
 _FLOAT, _INT32 = 1, 6  # onnx.TensorProto.FLOAT, INT32
+# The most products per sum at which a conv onnxruntime fuses into QLinearConv runs faster on
+# qconv_kernel's VNNI path (1x1 convs of 16 to 160 input channels at 14x14 to 56x56, AMX-int8
+# Xeon: 0.61-0.89x QLinearConv's time up to 96 channels, 0.72-1.02x at 96, 1.01-1.14x at
+# 160; the deeper projections 1.2-1.75x). MobileNets' expansions fall below it.
+SHALLOW = 128
 
 
 def rewrite(graph: bytes, weights: Mapping[str, np.ndarray],
@@ -96,8 +116,10 @@ def _stored_after(g: _Lookup, node, x_type: int) -> tuple[object, list] | None:
     return found
 
 
-def _candidate(g: _Lookup, node) -> dict | None:
-    """The parts of an int8 Conv/Gemm/MatMul onnxruntime would run in float, or None."""
+def _candidate(g: _Lookup, node, shallow_on_kernel: bool = False) -> dict | None:
+    """The parts of an int8 Conv/Gemm/MatMul onnxruntime would run in float, or None; with
+    `shallow_on_kernel` also those of a dense uint8 conv it would fuse into QLinearConv whose
+    sums have at most `SHALLOW` products (marked "fused": only qconv_kernel takes them)."""
     if node.op_type not in ("Conv", "Gemm", "MatMul") or node.domain or len(node.input) < 2 \
             or len(node.output) != 1:  # fmt: skip
         return None
@@ -113,9 +135,13 @@ def _candidate(g: _Lookup, node) -> dict | None:
         return None
     centred, ws, _ = weights
     channels = centred.shape[0]
-    stored = _stored_after(g, node, x_type)
+    stored, fused = _stored_after(g, node, x_type), False
     if stored is None and _quantize_after(g, node) is not None:
-        return None  # onnxruntime fuses it into an integer kernel already
+        if not (shallow_on_kernel and node.op_type == "Conv" and x_type == _UINT8
+                and int(_attr(node, "group", 1)) == 1 and centred.ndim == 4
+                and centred[0].size <= SHALLOW):  # fmt: skip
+            return None  # onnxruntime fuses it into an integer kernel already
+        stored, fused = _quantize_after(g, node), True
     m = (np.float32(xs) * ws).astype(np.float32)
     bias = None
     if len(node.input) > 2 and node.input[2]:
@@ -135,6 +161,7 @@ def _candidate(g: _Lookup, node) -> dict | None:
     reach = max(int(xz) - lo, hi - int(xz))
     return {"x_dq": x_dq, "xz": x_dq.input[2], "w": centred, "m": m, "bias": bias,
             "reach": reach, "group": int(_attr(node, "group", 1)), "stored": stored,
+            "fused": fused,
             "ys": None if stored is None else _scalar(g, stored[0].input[1])}  # fmt: skip
 
 
@@ -185,12 +212,14 @@ def islands_as_integers(graph, weights: Mapping[str, np.ndarray], limit: float =
 
     removed: set[int] = set()
     shapes: list = []
-    compiled = dw_kernel.available()
+    compiled = (dw_kernel.available(), qconv_kernel.available())
     for node in graph.node:
-        found = _candidate(g, node)
+        found = _candidate(g, node, compiled[1])
         if found is None:
             continue
-        made = _on_kernel(g, node, found, taken) if compiled else None
+        made = _on_kernel(g, node, found, taken, *compiled) if any(compiled) else None
+        if made is None and found["fused"]:
+            continue  # onnxruntime's QLinearConv then, as without the kernel
         if made is not None:
             nodes, inits, target, out, y_type = made
             added += inits
@@ -225,14 +254,18 @@ def islands_as_integers(graph, weights: Mapping[str, np.ndarray], limit: float =
     return len(replace)
 
 
-def _on_kernel(g: _Lookup, node, found: dict, taken: set[str]) -> tuple | None:
-    """A 2-D depthwise conv on the compiled kernel (core/program/dw_kernel.py): (nodes,
-    initializers, the node they replace, their output, its type), or None. Kept in float32
+def _on_kernel(g: _Lookup, node, found: dict, taken: set[str], depthwise_on: bool,
+               dense_on: bool) -> tuple | None:  # fmt: skip
+    """A 2-D depthwise conv on the compiled depthwise kernel (core/program/dw_kernel.py), a
+    dense conv, Gemm or MatMul on uint8 on the VNNI one (qconv_kernel.py) where they are on:
+    (nodes, initializers, the node they replace, their output, its type), or None. Kept in float32
     it is float32(acc) * m as the Conv -> Mul(m) chain gives; stored, it is requantised as
     that chain's Mul(m / ys) -> QuantizeLinear(1, yz)."""
     w = found["w"]
-    if node.op_type != "Conv" or w.ndim != 4 or w.shape[1] != 1 \
-            or found["group"] != w.shape[0]:  # fmt: skip
+    depthwise = depthwise_on and node.op_type == "Conv" and w.ndim == 4 and w.shape[1] == 1 \
+        and found["group"] == w.shape[0]  # fmt: skip
+    dense = dense_on and found["group"] == 1 and (node.op_type != "Conv" or w.ndim == 4)
+    if not depthwise and not dense:
         return None
     x_type, xz = g.elem_type(found["xz"]), _scalar(g, found["xz"])
     stored, m = found["stored"], found["m"]
@@ -248,9 +281,22 @@ def _on_kernel(g: _Lookup, node, found: dict, taken: set[str]) -> tuple | None:
         target, out, y_type, zero = node, node.output[0], _FLOAT, 0
     if xz is None:
         return None
-    made = dw_kernel.nodes(node, found["x_dq"].input[0], x_type, int(xz), out, y_type, zero, w,
-                           found["bias"], m, f"{out}__int", taken)  # fmt: skip
+    if depthwise:
+        made = dw_kernel.nodes(node, found["x_dq"].input[0], x_type, int(xz), out, y_type, zero,
+                               w, found["bias"], m, f"{out}__int", taken)  # fmt: skip
+    elif x_type != _UINT8 or not qconv_kernel.takes(w, found["bias"], found["reach"]) or (
+            node.op_type == "MatMul" and _rank(g, node.output[0]) < 2):  # fmt: skip
+        return None  # (the kernel's rows need a MatMul's input of rank 2 or more)
+    else:
+        made = qconv_kernel.nodes(node, found["x_dq"].input[0], int(xz), out, y_type, zero, w,
+                                  found["bias"], m, f"{out}__int", taken)  # fmt: skip
     return None if made is None else (*made, target, out, y_type)
+
+
+def _rank(g: _Lookup, name: str) -> int:
+    """The recorded rank of tensor `name`, 0 when none is recorded."""
+    shape = g.shapes.get(name)
+    return len(shape.dim) if shape is not None else 0
 
 
 def _integer_nodes(node, found: dict, ranges: list[tuple[int, int]], base: str, fresh, const,

@@ -18,8 +18,8 @@
  *
  * The arithmetic is dw_arith.c (scalar, AVX2 and AVX-512 paths chosen at run time, so a cached
  * build suits every x86-64 CPU); onnxruntime's C API as declared in ort_abi.h. RegisterCustomOps
- * also adds the library's other ops, f16round.c's RoundFloat16 and affine.c's ChannelAffineU8,
- * to the domain.
+ * also adds the library's other ops, f16round.c's RoundFloat16, affine.c's ChannelAffineU8 and
+ * qconv.c's dense ConvInt8_u8<y>, to the domain.
  */
 
 #include <stdlib.h>
@@ -29,6 +29,7 @@
 #include "api_kernel.h"
 #include "f16round.h"
 #include "ort_abi.h"
+#include "qconv.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -194,6 +195,9 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
         st = FN(api, CustomOpDomain_Add)(domain, f16round_op());
     if (!st)
         st = FN(api, CustomOpDomain_Add)(domain, affine_op());
+    qconv_set_parallel_api(parallel_api);
+    for (int i = 0; !st && i < QCONV_OPS; i++)
+        st = FN(api, CustomOpDomain_Add)(domain, qconv_op(i));
     if (!st)
         st = FN(api, AddCustomOpDomain)(options, domain);
     return st;

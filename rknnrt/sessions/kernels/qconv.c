@@ -1,0 +1,442 @@
+/* Op `rknnrt.kernels::ConvInt8_u8<y>` (y: u8, s8, or f for float32): a dense int8 convolution
+ * (group 1) with per-channel weight zero points, in NHWC, on VNNI's u8 x s8 dot products
+ * (core/program/qconv_kernel.py emits it and says why).
+ *
+ *   inputs  x [N,H,W,C] uint8 (or any rank [..., C] for a 1x1 conv without strides or pads),
+ *           w int8 [OCB, K4, 16, 4]: weight s[c][k] of output channel c = 16 b + i at
+ *             (b, k / 4, i, k % 4), k = (kh * KW + kw) * C + ci, zero beyond OC and K,
+ *           q int32 [2, 16 OCB]: -z[c] (the weights' zero point in s's terms), then
+ *             bias[c] - xz * sum_k s[c][k] + K * xz * z[c],
+ *           m float32 [16 OCB] ((xs * ws[c]) / ys, or xs * ws[c] for a float32 y)
+ *   attrs   kernel_h, kernel_w, channels (OC), x_zero_point, y_zero_point, stride_h/_w,
+ *           pad_top/_left/_bottom/_right, dilation_h/_w: int64
+ *   output  y [N,OH,OW,OC] (or [..., OC])
+ * per output pixel and channel c, with x = xz where the window leaves the image,
+ *   acc = sum_k (x_k - xz)(s[c][k] - z[c]) + bias[c]
+ *       = sum_k x_k s[c][k] - z[c] sum_k x_k + q[1][c]         (int32, wrapping: the rewrite
+ *         admits only convs whose every acc fits int32, so the wrapped sum is acc itself)
+ * then y = saturate(nearbyintf(float(acc) * m[c]) + yz) (clamped before rounding, as
+ * onnxruntime's QLinearConv requantises: the same bytes), or float(acc) * m[c] for a float y.
+ * A scalar path runs everywhere; an AVX-512 VNNI path (VPDPBUSD, cpuid at run time) computes
+ * the same integers 6 pixels x 64 channels at a time. rknnrt_qconv_vnni() says whether it runs. */
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_kernel.h"
+#include "qconv.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define TILE_PIXELS 48 /* rows gathered at a time: a multiple of the 6-pixel micro-tile */
+
+typedef struct QcParams {
+    int64_t kh, kw, oc, xz, yz, sh, sw, pt, pl, pb, pr, dh, dw;
+    int y_type;
+} QcParams;
+
+typedef struct QcKernel {
+    const OrtApi *api;
+    QcParams p;
+} QcKernel;
+
+typedef struct QcJob {
+    const QcParams *p;
+    int64_t h, w, c, oh, ow, k, k4, ocb, pixels;
+    int direct; /* the rows are x itself: a 1x1 conv without strides or pads, C % 4 == 0 */
+    const uint8_t *x;
+    const int8_t *wp;
+    const int32_t *zneg, *corr;
+    const float *m;
+    void *y;
+    int vnni;
+} QcJob;
+
+static int max_level = 1; /* set by rknnrt_qconv_max_level: the tests' scalar path */
+
+EXPORT void rknnrt_qconv_max_level(int level) { max_level = level; }
+
+/* row of output pixel q: the window's bytes in (kh, kw, c) order, xz outside the image, zero
+ * up to a multiple of 4 */
+static void gather_row(const QcJob *j, int64_t q, uint8_t *row) {
+    const QcParams *p = j->p;
+    const int64_t per_image = j->oh * j->ow;
+    const int64_t n = q / per_image, r = q % per_image, oy = r / j->ow, ox = r % j->ow;
+    uint8_t *at = row;
+    const int64_t ix0 = ox * p->sw - p->pl, ix1 = ix0 + (p->kw - 1) * p->dw;
+    const size_t span = (size_t)(p->kw * j->c); /* a window row, when dense and inside */
+    for (int64_t ky = 0; ky < p->kh; ky++) {
+        const int64_t iy = oy * p->sh - p->pt + ky * p->dh;
+        if (p->dw == 1 && ix0 >= 0 && ix1 < j->w && iy >= 0 && iy < j->h) {
+            memcpy(at, j->x + ((n * j->h + iy) * j->w + ix0) * j->c, span);
+            at += span;
+            continue;
+        }
+        for (int64_t kx = 0; kx < p->kw; kx++, at += j->c) {
+            const int64_t ix = ox * p->sw - p->pl + kx * p->dw;
+            if (iy < 0 || iy >= j->h || ix < 0 || ix >= j->w)
+                memset(at, (int)p->xz, (size_t)j->c);
+            else
+                memcpy(at, j->x + ((n * j->h + iy) * j->w + ix) * j->c, (size_t)j->c);
+        }
+    }
+    memset(row + j->k, 0, (size_t)(j->k4 * 4 - j->k));
+}
+
+static int32_t row_sum_scalar(const uint8_t *row, int64_t k) {
+    uint32_t s = 0;
+    for (int64_t i = 0; i < k; i++)
+        s += row[i];
+    return (int32_t)s;
+}
+
+/* acc -> y for channels [c0, c1) of pixel q (the scalar epilogue, and the reference) */
+static void emit_scalar(const QcJob *j, const uint32_t *dots, int64_t q, int64_t c0, int64_t c1,
+                        int32_t colsum) {
+    const QcParams *p = j->p;
+    const float lo = (p->y_type == T_INT8 ? -128.0f : 0.0f) - (float)p->yz;
+    const float hi = (p->y_type == T_INT8 ? 127.0f : 255.0f) - (float)p->yz;
+    for (int64_t c = c0; c < c1; c++) {
+        const int32_t acc = (int32_t)(dots[c - c0] + (uint32_t)j->zneg[c] * (uint32_t)colsum +
+                                      (uint32_t)j->corr[c]);
+        float f = (float)acc * j->m[c];
+        const int64_t at = q * p->oc + c;
+        if (p->y_type == T_FLOAT) {
+            ((float *)j->y)[at] = f;
+            continue;
+        }
+        f = f < lo ? lo : (f > hi ? hi : f);
+        const int32_t v = (int32_t)nearbyintf(f) + (int32_t)p->yz;
+        if (p->y_type == T_INT8)
+            ((int8_t *)j->y)[at] = (int8_t)v;
+        else
+            ((uint8_t *)j->y)[at] = (uint8_t)v;
+    }
+}
+
+static void rows_scalar(const QcJob *j, const uint8_t *a, int64_t lda, int64_t q, int64_t count,
+                        uint32_t *dots) {
+    for (int64_t i = 0; i < count; i++) {
+        const uint8_t *row = a + i * lda;
+        for (int64_t c = 0; c < j->p->oc; c++) {
+            const int8_t *wb = j->wp + (c / 16) * j->k4 * 64 + (c % 16) * 4;
+            uint32_t s = 0;
+            for (int64_t k = 0; k < j->k; k++)
+                s += (uint32_t)((int32_t)row[k] * (int32_t)wb[(k / 4) * 64 + k % 4]);
+            dots[c] = s;
+        }
+        emit_scalar(j, dots, q + i, 0, j->p->oc, row_sum_scalar(row, j->k));
+    }
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+static int have_vnni(void) {
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    }
+    return known;
+}
+
+VNNI static int32_t row_sum_vnni(const uint8_t *row, int64_t k) {
+    __m512i s = _mm512_setzero_si512();
+    int64_t i = 0;
+    for (; i + 64 <= k; i += 64)
+        s = _mm512_add_epi64(s, _mm512_sad_epu8(_mm512_loadu_si512(row + i),
+                                                _mm512_setzero_si512()));
+    if (i < k) {
+        const __mmask64 mask = ((__mmask64)-1) >> (64 - (k - i));
+        s = _mm512_add_epi64(s, _mm512_sad_epu8(_mm512_maskz_loadu_epi8(mask, row + i),
+                                                _mm512_setzero_si512()));
+    }
+    return (int32_t)_mm512_reduce_add_epi64(s);
+}
+
+/* tile_MR_NR: the dot products of MR rows with NR blocks of 16 channels, into out[MR][64] */
+#define DEFINE_TILE(MR, NR)                                                                   \
+    VNNI static void tile_##MR##_##NR(const uint8_t *a, int64_t lda, const int8_t *w,        \
+                                      int64_t wstride, int64_t k4, int32_t *out) {           \
+        __m512i acc[MR][NR];                                                                  \
+        _Pragma("GCC unroll 6") for (int i = 0; i < MR; i++)                                  \
+            _Pragma("GCC unroll 4") for (int b = 0; b < NR; b++)                              \
+                acc[i][b] = _mm512_setzero_si512();                                           \
+        for (int64_t k = 0; k < k4; k++) {                                                    \
+            __m512i wv[NR];                                                                   \
+            _Pragma("GCC unroll 4") for (int b = 0; b < NR; b++)                              \
+                wv[b] = _mm512_loadu_si512(w + b * wstride + k * 64);                         \
+            _Pragma("GCC unroll 6") for (int i = 0; i < MR; i++) {                            \
+                int32_t four;                                                                 \
+                memcpy(&four, a + i * lda + k * 4, 4);                                        \
+                const __m512i av = _mm512_set1_epi32(four);                                   \
+                _Pragma("GCC unroll 4") for (int b = 0; b < NR; b++)                          \
+                    acc[i][b] = _mm512_dpbusd_epi32(acc[i][b], av, wv[b]);                    \
+            }                                                                                 \
+        }                                                                                     \
+        _Pragma("GCC unroll 6") for (int i = 0; i < MR; i++)                                  \
+            _Pragma("GCC unroll 4") for (int b = 0; b < NR; b++)                              \
+                _mm512_storeu_si512(out + i * 64 + b * 16, acc[i][b]);                        \
+    }
+
+#define DEFINE_TILES(MR) DEFINE_TILE(MR, 1) DEFINE_TILE(MR, 2) DEFINE_TILE(MR, 3) DEFINE_TILE(MR, 4)
+DEFINE_TILES(1) DEFINE_TILES(2) DEFINE_TILES(3) DEFINE_TILES(4) DEFINE_TILES(5) DEFINE_TILES(6)
+
+typedef void (*TileFn)(const uint8_t *, int64_t, const int8_t *, int64_t, int64_t, int32_t *);
+#define TILE_ROW(MR) {tile_##MR##_1, tile_##MR##_2, tile_##MR##_3, tile_##MR##_4}
+static const TileFn tiles[6][4] = {TILE_ROW(1), TILE_ROW(2), TILE_ROW(3),
+                                   TILE_ROW(4), TILE_ROW(5), TILE_ROW(6)};
+
+/* out[MR][64] (blocks ob .. ob + nr of pixels q ..) -> y, as emit_scalar computes it */
+VNNI static void emit_vnni(const QcJob *j, const int32_t *out, int mr, int nr, int64_t q,
+                           int64_t ob, const int32_t *colsum) {
+    const QcParams *p = j->p;
+    const __m512 lo = _mm512_set1_ps((p->y_type == T_INT8 ? -128.0f : 0.0f) - (float)p->yz);
+    const __m512 hi = _mm512_set1_ps((p->y_type == T_INT8 ? 127.0f : 255.0f) - (float)p->yz);
+    const __m512i yz = _mm512_set1_epi32((int32_t)p->yz);
+    for (int i = 0; i < mr; i++) {
+        const __m512i cs = _mm512_set1_epi32(colsum[i]);
+        for (int b = 0; b < nr; b++) {
+            const int64_t c = (ob + b) * 16, left = p->oc - c;
+            if (left <= 0)
+                break;
+            const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+            __m512i v = _mm512_loadu_si512(out + i * 64 + b * 16);
+            v = _mm512_add_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(j->zneg + c), cs));
+            v = _mm512_add_epi32(v, _mm512_loadu_si512(j->corr + c));
+            __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_loadu_ps(j->m + c));
+            const int64_t at = (q + i) * p->oc + c;
+            if (p->y_type == T_FLOAT) {
+                _mm512_mask_storeu_ps((float *)j->y + at, mask, f);
+                continue;
+            }
+            f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+            const __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(f), yz); /* nearest even */
+            if (p->y_type == T_INT8)
+                _mm512_mask_cvtsepi32_storeu_epi8((int8_t *)j->y + at, mask, r);
+            else
+                _mm512_mask_cvtusepi32_storeu_epi8((uint8_t *)j->y + at, mask, r);
+        }
+    }
+}
+
+VNNI static void rows_vnni(const QcJob *j, const uint8_t *a, int64_t lda, int64_t q,
+                           int64_t count) {
+    int32_t colsum[TILE_PIXELS];
+    int32_t out[6 * 64] __attribute__((aligned(64)));
+    for (int64_t i = 0; i < count; i++)
+        colsum[i] = row_sum_vnni(a + i * lda, j->k);
+    const int64_t wstride = j->k4 * 64;
+    for (int64_t ob = 0; ob < j->ocb; ob += 4) {
+        const int nr = (int)(j->ocb - ob < 4 ? j->ocb - ob : 4);
+        for (int64_t i = 0; i < count; i += 6) {
+            const int mr = (int)(count - i < 6 ? count - i : 6);
+            tiles[mr - 1][nr - 1](a + i * lda, lda, j->wp + ob * wstride, wstride, j->k4, out);
+            emit_vnni(j, out, mr, nr, q + i, ob, colsum + i);
+        }
+    }
+}
+#else
+static int have_vnni(void) { return 0; }
+#endif
+
+EXPORT int rknnrt_qconv_vnni(void) { return have_vnni(); }
+
+/* output pixels [q0, q1) */
+static void do_pixels(const QcJob *j, int64_t q0, int64_t q1) {
+    const int64_t lda = j->direct ? j->c : j->k4 * 4;
+    uint8_t *rows = j->direct ? NULL : (uint8_t *)malloc((size_t)(TILE_PIXELS * lda));
+    uint32_t *dots = j->vnni ? NULL : (uint32_t *)malloc((size_t)j->p->oc * sizeof(uint32_t));
+    if ((!j->direct && rows == NULL) || (!j->vnni && dots == NULL)) {
+        free(rows);
+        free(dots);
+        return; /* out of memory: the output stays as allocated (cannot be reported here) */
+    }
+    for (int64_t q = q0; q < q1; q += TILE_PIXELS) {
+        const int64_t count = q1 - q < TILE_PIXELS ? q1 - q : TILE_PIXELS;
+        const uint8_t *a = j->x + q * j->c;
+        if (!j->direct) {
+            for (int64_t i = 0; i < count; i++)
+                gather_row(j, q + i, rows + i * lda);
+            a = rows;
+        }
+#if defined(__x86_64__)
+        if (j->vnni) {
+            rows_vnni(j, a, lda, q, count);
+            continue;
+        }
+#endif
+        rows_scalar(j, a, lda, q, count, dots);
+    }
+    free(rows);
+    free(dots);
+}
+
+typedef struct Chunks {
+    const QcJob *job;
+    int64_t count;
+} Chunks;
+
+static void run_chunk(void *data, size_t i) {
+    const Chunks *c = (const Chunks *)data;
+    const int64_t n = c->job->pixels;
+    do_pixels(c->job, n * (int64_t)i / c->count, n * ((int64_t)i + 1) / c->count);
+}
+
+static const OrtApi *parallel_api; /* the table with KernelContext_ParallelFor, or NULL */
+
+void qconv_set_parallel_api(const OrtApi *api) { parallel_api = api; }
+
+static void compute(void *kernel, OrtKernelContext *ctx) {
+    /* a failure can only leave the output unset, which onnxruntime reports itself; the
+     * rewrite makes every input consistent */
+    const QcKernel *kn = (const QcKernel *)kernel;
+    const OrtApi *api = kn->api;
+    const QcParams *p = &kn->p;
+    const OrtValue *in[4] = {NULL, NULL, NULL, NULL};
+    for (size_t i = 0; i < 4; i++)
+        if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
+            return;
+    int64_t xd[8], wd[4];
+    size_t xr = 0, wr = 0;
+    if (tensor_dims(api, in[0], xd, 8, &xr) || tensor_dims(api, in[1], wd, 4, &wr) || xr < 2 ||
+        wr != 4 || wd[2] != 16 || wd[3] != 4 || p->oc <= 0 || p->oc > wd[0] * 16)
+        return;
+    QcJob j = {0};
+    j.p = p;
+    j.c = xd[xr - 1];
+    const int plain = p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->pt == 0 &&
+                      p->pl == 0 && p->pb == 0 && p->pr == 0;
+    int64_t yd[8];
+    memcpy(yd, xd, sizeof(int64_t) * xr);
+    if (xr == 4) {
+        j.h = xd[1];
+        j.w = xd[2];
+        j.oh = (j.h + p->pt + p->pb - (p->dh * (p->kh - 1) + 1)) / p->sh + 1;
+        j.ow = (j.w + p->pl + p->pr - (p->dw * (p->kw - 1) + 1)) / p->sw + 1;
+        j.oh = j.oh < 0 ? 0 : j.oh;
+        j.ow = j.ow < 0 ? 0 : j.ow;
+        yd[1] = j.oh;
+        yd[2] = j.ow;
+        j.pixels = xd[0] * j.oh * j.ow;
+    } else {
+        if (!plain)
+            return;
+        j.pixels = 1;
+        for (size_t i = 0; i + 1 < xr; i++)
+            j.pixels *= xd[i];
+        j.h = 1;
+        j.w = j.oh = j.ow = j.pixels;
+    }
+    yd[xr - 1] = p->oc;
+    j.k = p->kh * p->kw * j.c;
+    j.k4 = (j.k + 3) / 4;
+    j.ocb = wd[0];
+    if (wd[1] != j.k4)
+        return;
+    j.direct = plain && j.c % 4 == 0;
+    OrtValue *out = NULL;
+    if (FN(api, KernelContext_GetOutput)(ctx, 0, yd, xr, &out) != NULL || out == NULL)
+        return;
+    void *d[5];
+    for (size_t i = 0; i < 4; i++)
+        if (FN(api, GetTensorMutableData)((OrtValue *)in[i], &d[i]) != NULL)
+            return;
+    if (FN(api, GetTensorMutableData)(out, &d[4]) != NULL)
+        return;
+    j.x = (const uint8_t *)d[0];
+    j.wp = (const int8_t *)d[1];
+    j.zneg = (const int32_t *)d[2];
+    j.corr = j.zneg + j.ocb * 16;
+    j.m = (const float *)d[3];
+    j.y = d[4];
+    j.vnni = max_level >= 1 && have_vnni();
+    if (j.pixels <= 0)
+        return;
+    Chunks chunks = {&j, (j.pixels + TILE_PIXELS - 1) / TILE_PIXELS};
+    chunks.count = chunks.count < 32 ? chunks.count : 32;
+    OrtStatus *failed = NULL;
+    if (parallel_api != NULL && chunks.count > 1)
+        failed = FN(parallel_api, KernelContext_ParallelFor)(ctx, run_chunk, (size_t)chunks.count,
+                                                             0, &chunks);
+    if (parallel_api == NULL || chunks.count <= 1 || failed != NULL) {
+        if (failed != NULL)
+            FN(api, ReleaseStatus)(failed);
+        do_pixels(&j, 0, j.pixels); /* every pixel again: the same values */
+    }
+}
+
+static int64_t attr(const OrtApi *api, const OrtKernelInfo *info, const char *name,
+                    int64_t fallback) {
+    int64_t v = fallback;
+    OrtStatus *st = FN(api, KernelInfoGetAttribute_int64)(info, name, &v);
+    if (st) {
+        FN(api, ReleaseStatus)(st);
+        return fallback;
+    }
+    return v;
+}
+
+typedef struct QcOp {
+    CustomOp base;
+    const char *name;
+    int y_type;
+} QcOp;
+
+static int64_t at_least_one(int64_t v) { return v < 1 ? 1 : v; }
+
+static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKernelInfo *info) {
+    QcKernel *k = (QcKernel *)calloc(1, sizeof(QcKernel));
+    if (k == NULL)
+        return NULL;
+    k->api = api;
+    QcParams *p = &k->p;
+    p->y_type = ((const QcOp *)op)->y_type;
+    p->kh = at_least_one(attr(api, info, "kernel_h", 1));
+    p->kw = at_least_one(attr(api, info, "kernel_w", 1));
+    p->oc = attr(api, info, "channels", 0);
+    p->xz = attr(api, info, "x_zero_point", 0);
+    p->yz = attr(api, info, "y_zero_point", 0);
+    p->sh = at_least_one(attr(api, info, "stride_h", 1));
+    p->sw = at_least_one(attr(api, info, "stride_w", 1));
+    p->pt = attr(api, info, "pad_top", 0);
+    p->pl = attr(api, info, "pad_left", 0);
+    p->pb = attr(api, info, "pad_bottom", 0);
+    p->pr = attr(api, info, "pad_right", 0);
+    p->dh = at_least_one(attr(api, info, "dilation_h", 1));
+    p->dw = at_least_one(attr(api, info, "dilation_w", 1));
+    return k;
+}
+
+static const char *op_name(const CustomOp *op) { return ((const QcOp *)op)->name; }
+static size_t op_inputs(const CustomOp *op) { (void)op; return 4; }
+static size_t op_outputs(const CustomOp *op) { (void)op; return 1; }
+
+static int op_input_type(const CustomOp *op, size_t i) {
+    static const int types[4] = {T_UINT8, T_INT8, T_INT32, T_FLOAT};
+    (void)op;
+    return types[i < 4 ? i : 0];
+}
+
+static int op_output_type(const CustomOp *op, size_t i) {
+    (void)i;
+    return ((const QcOp *)op)->y_type;
+}
+
+#define QC_OP(NAME, YT)                                                                        \
+    {{8, create_kernel, op_name, any_provider, op_input_type, op_inputs, op_output_type,       \
+      op_outputs, compute, api_kernel_destroy, required, required, {0}},                       \
+     NAME, YT}
+
+static QcOp ops[3] = {
+    QC_OP("ConvInt8_u8u8", T_UINT8),
+    QC_OP("ConvInt8_u8s8", T_INT8),
+    QC_OP("ConvInt8_u8f", T_FLOAT), /* a conv whose output is not stored: float(acc) * m */
+};
+
+const CustomOp *qconv_op(int i) { return i >= 0 && i < 3 ? &ops[i].base : NULL; }

@@ -1,0 +1,298 @@
+"""sessions/kernels' dense int8 conv (qconv.c, core/program/qconv_kernel.py): its values are the
+int64 definition's, bit for bit, on both paths (VNNI and scalar), over threads, in place of
+int8_islands' float convs on integers (convs, Gemms, MatMuls) and on a whole network; it runs
+only where the CPU has VNNI and the switch is on."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from rknnrt.core import switches
+from rknnrt.core.program import int8_islands, qconv_kernel, whole
+from rknnrt.sessions import kernels
+
+from .test_int8_islands import CONFIGS, _inputs, _matrix_model, _model
+
+TYPES = {"u8": (TensorProto.UINT8, 0, 255), "s8": (TensorProto.INT8, -128, 127),
+         "f": (TensorProto.FLOAT, None, None)}  # fmt: skip
+
+
+def _reference(x, centred, bias, m, xz, yz, kernel, stride, pads, dilation, y):
+    """NHWC int64: acc = sum (x - xz)(w - wz) + bias (x = xz outside the image), then
+    float32(acc) * m, rounded half to even, + yz and saturated for an int8 y."""
+    n, h, w, _ = x.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    xp = np.zeros((n, h + pads[0] + pads[2], w + pads[1] + pads[3], x.shape[3]), np.int64)
+    xp[:, pads[0] : pads[0] + h, pads[1] : pads[1] + w] = x.astype(np.int64) - xz
+    oh = (xp.shape[1] - dh * (kh - 1) - 1) // sh + 1
+    ow = (xp.shape[2] - dw * (kw - 1) - 1) // sw + 1
+    acc = np.zeros((n, oh, ow, centred.shape[0]), np.int64) + bias
+    for i in range(kh):
+        for j in range(kw):
+            window = xp[:, i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                        j * dw : j * dw + sw * (ow - 1) + 1 : sw]  # fmt: skip
+            acc += window @ centred[:, :, i, j].T
+    assert np.abs(acc).max() < 2**31
+    real = acc.astype(np.float32) * m
+    if y == "f":
+        return real, acc
+    lo, hi = TYPES[y][1:]
+    return np.clip(np.rint(np.clip(real, lo - yz, hi - yz)) + yz, lo, hi), acc
+
+
+# (C, OC, H, W, kernel, stride, pads t/l/b/r, dilation, y type)
+CASES = [
+    (32, 24, 9, 9, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), "u8"),  # rows read in place
+    (30, 70, 7, 11, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), "s8"),  # C % 4 = 2: gathered, OC tail
+    (3, 16, 17, 15, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "u8"),  # a stem's K = 27
+    (16, 100, 10, 13, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2), "f"),  # dilation, float y
+    (64, 65, 8, 8, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "u8"),  # K = 576, 5 channel blocks
+    (8, 5, 5, 3, (1, 1), (2, 1), (0, 0, 0, 0), (1, 1), "s8"),  # strided 1x1, fewer than 6 rows
+    (12, 40, 9, 8, (3, 5), (2, 1), (1, 0, 1, 2), (1, 2), "f"),  # asymmetric everything
+]
+
+
+def _arrays(case, seed: int):
+    c, oc, h, w, (kh, kw), *_, y = case
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 256, (2, h, w, c)).astype(np.uint8)
+    x[0, 0] = 0  # extremes: sums at both ends
+    x[1, -1] = 255
+    weights = rng.integers(-128, 128, (oc, c, kh, kw))
+    wz = rng.integers(-128, 128, oc)
+    centred = weights - wz[:, None, None, None]  # w - wz spans [-255, 255]
+    bias = rng.integers(-20000, 20001, oc)
+    # m: saturating, mid-range, and 1/8, at which sums of 4 mod 8 are exact .5s: ties
+    m = np.array([1e-4, 3e-5, 0.125, 0.01], np.float32)[np.arange(oc) % 4]
+    tie = m == 0.125
+    centred[tie] = rng.choice([-1, 0, 0, 1], centred[tie].shape)
+    bias[tie] = rng.integers(-40, 41, int(tie.sum()))
+    xz = int(rng.integers(0, 256))
+    yz = 0 if y == "f" else int(rng.integers(TYPES[y][1] + 90, TYPES[y][2] - 89))
+    return x, centred, bias, m, xz, yz
+
+
+def _op_session(library, case, centred, bias, m, xz, yz, threads: int = 1):
+    c, _, h, w, kernel, stride, pads, dilation, y = case
+    conv = helper.make_node("Conv", ["a"], ["b"], kernel_shape=list(kernel), strides=list(stride),
+                            pads=list(pads), dilations=list(dilation))  # fmt: skip
+    made, inits = qconv_kernel.nodes(conv, "x", xz, "y", TYPES[y][0], yz, centred, bias, m, "t",
+                                     set())  # fmt: skip
+    graph = helper.make_graph(made, "qconv", [helper.make_tensor_value_info(
+        "x", TensorProto.UINT8, [2, c, h, w])], [helper.make_tensor_value_info(
+            "y", TYPES[y][0], None)], inits)  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid(kernels.DOMAIN, 1)])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.register_custom_ops_library(str(library[0]))
+    return ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"])  # fmt: skip
+
+
+def _has_vnni(library) -> bool:
+    return bool(library[1].rknnrt_qconv_vnni())
+
+
+@pytest.mark.parametrize("case", CASES,
+                         ids=lambda c: f"c{c[0]}-oc{c[1]}-k{c[4][0]}{c[4][1]}-{c[8]}")
+@pytest.mark.parametrize("level", [1, 0], ids=["vnni", "scalar"])
+def test_op_matches_int64_reference(library, case, level) -> None:
+    if level == 1 and not _has_vnni(library):
+        pytest.skip("this CPU has no AVX-512 VNNI (the scalar case covers the op here)")
+    x, centred, bias, m, xz, yz = _arrays(case, seed=case[0] * 7 + case[1])
+    library[1].rknnrt_qconv_max_level(level)
+    try:
+        got = _op_session(library, case, centred, bias, m, xz, yz).run(
+            None, {"x": x.transpose(0, 3, 1, 2).copy()})[0].transpose(0, 2, 3, 1)  # fmt: skip
+    finally:
+        library[1].rknnrt_qconv_max_level(1)
+    want, acc = _reference(x, centred, bias, m, xz, yz, *case[4:])
+    assert got.shape == want.shape
+    if case[8] == "f":
+        assert got.dtype == np.float32 and got.tobytes() == want.astype(np.float32).tobytes()
+        return
+    assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
+    lo, hi = TYPES[case[8]][1:]
+    assert (got == lo).any() and (got == hi).any() and ((got > lo) & (got < hi)).any()
+    sums = acc[..., m == 0.125]
+    inside = (want[..., m == 0.125] > lo) & (want[..., m == 0.125] < hi)
+    assert (inside & (sums % 8 == 4)).any()  # exact .5s, rounded to even
+
+
+def test_pixels_split_over_threads_give_the_same_values(library) -> None:
+    """With intra-op threads the pixels run in chunks (KernelContext_ParallelFor)."""
+    case = CASES[4]
+    x, centred, bias, m, xz, yz = _arrays(case, seed=11)
+    want, _ = _reference(x, centred, bias, m, xz, yz, *case[4:])
+    feed = {"x": x.transpose(0, 3, 1, 2).copy()}
+    for threads in (1, 2, 3):
+        got = _op_session(library, case, centred, bias, m, xz, yz, threads).run(None, feed)[0]
+        assert np.array_equal(got.transpose(0, 2, 3, 1).astype(np.int64),
+                              want.astype(np.int64)), threads  # fmt: skip
+
+
+def test_packing_keeps_every_weight_within_int8() -> None:
+    rng = np.random.default_rng(0)
+    centred = rng.integers(-128, 128, (37, 29)) - rng.integers(-128, 128, (37, 1))  # w - wz
+    centred[0], centred[1] = np.arange(-255, -226), np.arange(227, 256)  # ends of the range
+    packed, z = qconv_kernel.pack(centred)
+    assert packed.shape == (3, 8, 16, 4) and packed.dtype == np.int8
+    flat = packed.transpose(0, 2, 1, 3).reshape(48, 32).astype(np.int64)
+    assert np.array_equal(flat[:37, :29] - z[:, None], centred)
+    assert not flat[37:].any() and not flat[:, 29:].any()
+    assert z[0] == -128 + 255 and z[1] == 127 - 255  # the only choices within int8
+    assert not qconv_kernel.takes(np.full((2, 3, 3, 3), 255), None, 255)  # a stem's depth
+    assert not qconv_kernel.takes(np.full((1, 40000, 1, 1), 255), None, 255)  # beyond int32
+    assert qconv_kernel.takes(np.full((1, 8000, 1, 1), 255), None, 255)
+    assert not qconv_kernel.takes(np.array([[-1, 255]]), None, 255)  # no int8 s - z spans it
+
+
+@pytest.fixture
+def kernel_on(library, monkeypatch):
+    """The dense kernel taken wherever it applies (its scalar path where the CPU has no VNNI,
+    so that the rewrite is tested on every machine)."""
+    monkeypatch.setenv(switches.INT8_CONV_KERNEL.name, "1")
+    monkeypatch.setitem(qconv_kernel._vnni, str(library[0]), True)
+
+
+def _two_ways(model: onnx.ModelProto, monkeypatch) -> tuple[onnx.ModelProto, onnx.ModelProto]:
+    on, off = onnx.ModelProto(), onnx.ModelProto()
+    on.CopyFrom(model)
+    off.CopyFrom(model)
+    assert int8_islands.islands_as_integers(on.graph, {}) > 0
+    with monkeypatch.context() as patch:
+        patch.setenv(switches.INT8_CONV_KERNEL.name, "0")
+        assert int8_islands.islands_as_integers(off.graph, {}) > 0
+    from rknnrt.core.program import dw_kernel
+
+    dw_kernel.import_domain(on)
+    dw_kernel.import_domain(off)
+    return on, off
+
+
+def _dense_ops(model: onnx.ModelProto) -> int:
+    return sum(n.op_type.startswith("ConvInt8_") for n in model.graph.node)
+
+
+def test_islands_on_the_kernel_equal_the_float_convs(kernel_on, monkeypatch) -> None:
+    model = _model(CONFIGS)
+    on, off = _two_ways(model, monkeypatch)
+    dense = [c for c in CONFIGS if c.get("group", 1) == 1]
+    assert _dense_ops(on) == len(dense) and _dense_ops(off) == 0
+    a_session = whole.open_program(on.SerializeToString())
+    b_session = whole.open_program(off.SerializeToString())
+    for x in _inputs():
+        for k, (a, b) in enumerate(zip(a_session.run(None, {"x": x}),
+                                       b_session.run(None, {"x": x}))):  # fmt: skip
+            assert np.ptp(a.astype(np.float64)) > 10, k
+            assert a.tobytes() == b.tobytes(), k
+
+
+def test_shallow_fused_convs_go_on_the_kernel_with_qlinearconvs_bytes(kernel_on,
+                                                                      monkeypatch) -> None:
+    """Conv -> QuantizeLinear (onnxruntime's QLinearConv) of 16 products per sum runs on the
+    kernel, requantised as QLinearConv does; one of 144 (beyond SHALLOW) stays fused."""
+    configs = [{"tail": "quantize", "k": 1, "cout": 24}, {"tail": "quantize", "k": 1, "s": 2},
+               {"tail": "quantize", "k": 3}]  # fmt: skip
+    assert 16 <= int8_islands.SHALLOW < 16 * 9
+    model = _model(configs)
+    on, off = onnx.ModelProto(), onnx.ModelProto()
+    on.CopyFrom(model)
+    off.CopyFrom(model)
+    assert int8_islands.islands_as_integers(on.graph, {}) == 2
+    from rknnrt.core.program import dw_kernel
+
+    dw_kernel.import_domain(on)
+    assert _dense_ops(on) == 2 and sum(n.op_type == "Conv" for n in on.graph.node) == 1
+    a_session = whole.open_program(on.SerializeToString())
+    b_session = whole.open_program(off.SerializeToString())  # QLinearConvs
+    for x in _inputs():
+        for k, (a, b) in enumerate(zip(a_session.run(None, {"x": x}),
+                                       b_session.run(None, {"x": x}))):  # fmt: skip
+            assert np.ptp(a) > 50 and a.tobytes() == b.tobytes(), k
+
+
+@pytest.mark.parametrize("op, trans_b", [("Gemm", 1), ("Gemm", 0), ("MatMul", 0)])
+@pytest.mark.parametrize("tail", ["sigmoid", "int8"])
+def test_matrix_products_on_the_kernel_equal_the_float_path(kernel_on, monkeypatch, op, trans_b,
+                                                            tail) -> None:  # fmt: skip
+    model = _matrix_model(op, trans_b, tail)
+    if op == "MatMul":  # the kernel reads a MatMul's rows only where its rank is recorded
+        model = onnx.shape_inference.infer_shapes(model)
+    on, off = _two_ways(model, monkeypatch)
+    assert _dense_ops(on) == 1
+    rng = np.random.RandomState(4)
+    for x in [rng.randint(0, 256, (5, 40)).astype(np.uint8), np.full((5, 40), 255, np.uint8)]:
+        a = whole.open_program(on.SerializeToString()).run(None, {"x": x})[0]
+        b = whole.open_program(off.SerializeToString()).run(None, {"x": x})[0]
+        assert np.ptp(a.astype(np.int64)) > 20 and a.tobytes() == b.tobytes()
+
+
+def test_a_matmul_of_unknown_rank_stays_off_the_kernel(kernel_on) -> None:
+    model = _matrix_model("MatMul", 0, "sigmoid")
+    assert int8_islands.islands_as_integers(model.graph, {}) == 1
+    assert _dense_ops(model) == 0
+
+
+def test_off_without_vnni_or_with_the_switch(library, monkeypatch) -> None:
+    monkeypatch.setitem(qconv_kernel._vnni, str(library[0]), False)
+    assert not qconv_kernel.available()
+    model = _model(CONFIGS)
+    int8_islands.islands_as_integers(model.graph, {})
+    assert _dense_ops(model) == 0
+    monkeypatch.setitem(qconv_kernel._vnni, str(library[0]), True)
+    assert qconv_kernel.available()
+    monkeypatch.setenv(switches.INT8_CONV_KERNEL.name, "0")
+    assert not qconv_kernel.available()
+    assert bool(library[1].rknnrt_qconv_vnni()) == (
+        "avx512_vnni" in open("/proc/cpuinfo").read() if _linux() else False)
+
+
+def _linux() -> bool:
+    import sys
+
+    return sys.platform.startswith("linux")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["yolov8n", "efficientnet_b0", "deit_tiny"])
+def test_networks_give_the_same_bytes_on_the_kernel(kernel_on, name, tmp_path,
+                                                    monkeypatch) -> None:  # fmt: skip
+    """A whole int8 program (SiLU convs, SE convs, attention Gemms/MatMuls) with the kernel and
+    without it: the same output bytes."""
+    from rknnrt.lite import RKNNLite
+    from rknnrt.toolkit import RKNN
+    from tools.real_arch import catalog
+
+    shape = catalog.input_shape(name, test=True)
+    rng = np.random.RandomState(1)
+    rknn = RKNN()
+    rknn.config(target_platform="rk3588")
+    rknn.load_onnx(catalog.build(name, test=True))
+    assert rknn.build(do_quantization=True,
+                      dataset=[[rng.rand(*shape).astype(np.float32)] for _ in range(2)]) == 0
+    path = str(tmp_path / f"{name}.rknn")
+    assert rknn.export_rknn(path) == 0
+    x = rng.rand(*shape).astype(np.float32)
+    made: list[int] = []
+    original = qconv_kernel.nodes
+    monkeypatch.setattr(qconv_kernel, "nodes", lambda *a: made.append(1) or original(*a))
+
+    def infer(on: str) -> list[np.ndarray]:
+        with switches.override(switches.INT8_CONV_KERNEL, on):
+            runtime = RKNNLite()
+            assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
+        try:
+            return runtime.inference([x], data_format="nchw")
+        finally:
+            runtime.release()
+
+    fast, plain = infer("1"), infer("0")
+    assert len(made) > 3
+    for a, b in zip(fast, plain):
+        assert np.ptp(a) > 0 and a.tobytes() == b.tobytes()
