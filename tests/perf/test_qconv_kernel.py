@@ -296,3 +296,15 @@ def test_networks_give_the_same_bytes_on_the_kernel(kernel_on, name, tmp_path,
     assert len(made) > 3
     for a, b in zip(fast, plain):
         assert np.ptp(a) > 0 and a.tobytes() == b.tobytes()
+
+
+def test_a_graph_recording_no_shapes_gets_them_for_the_kernels(kernel_on) -> None:
+    """A vendor file's graph records no shapes; without them the kernels' Transposes did not
+    cancel (a vendor EfficientNet kept 16). The rewrite infers them first."""
+    model = _model(CONFIGS)
+    assert not model.graph.value_info
+    graph, _ = int8_islands.rewrite(model.SerializeToString(), {})
+    shapes = {v.name: v for v in onnx.load_model_from_string(graph).graph.value_info}
+    nhwc = [name for name in shapes if name.endswith("__int_knhwc")]
+    assert len(nhwc) >= len([c for c in CONFIGS if c.get("group", 1) in (1, "dw")])
+    assert all(len(shapes[n].type.tensor_type.shape.dim) == 4 for n in nhwc)
