@@ -302,10 +302,12 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     for (size_t i = 0; i < 4; i++)
         if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
             return;
-    int64_t xd[8], wd[4];
-    size_t xr = 0, wr = 0;
-    if (tensor_dims(api, in[0], xd, 8, &xr) || tensor_dims(api, in[1], wd, 4, &wr) || xr < 2 ||
-        wr != 4 || wd[2] != 16 || wd[3] != 4 || p->oc <= 0 || p->oc > wd[0] * 16)
+    int64_t xd[8], wd[4], qd[2], md[1];
+    size_t xr = 0, wr = 0, qr = 0, mr = 0;
+    if (tensor_dims(api, in[0], xd, 8, &xr) || tensor_dims(api, in[1], wd, 4, &wr) ||
+        tensor_dims(api, in[2], qd, 2, &qr) || tensor_dims(api, in[3], md, 1, &mr) || xr < 2 ||
+        wr != 4 || wd[2] != 16 || wd[3] != 4 || p->oc <= 0 || p->oc > wd[0] * 16 || qr != 2 ||
+        qd[0] != 2 || qd[1] != wd[0] * 16 || mr != 1 || md[0] != wd[0] * 16)
         return;
     QcJob j = {0};
     j.p = p;
