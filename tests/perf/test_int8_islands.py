@@ -67,10 +67,17 @@ def _model(configs: list[dict], seed: int = 0) -> onnx.ModelProto:
             if tail == "silu":
                 nodes.append(helper.make_node("Mul", [f"c{k}", f"g{k}"], [f"a{k}"]))
                 src = f"a{k}"
+        elif tail == "hardswish":
+            nodes.append(helper.make_node("HardSwish", [src], [f"a{k}"]))
+            src = f"a{k}"
+        elif tail == "hardsigmoid_mul":  # HardSwish as its two ops, alpha and beta its own
+            nodes.append(helper.make_node("HardSigmoid", [src], [f"g{k}"], alpha=0.21, beta=0.47))
+            nodes.append(helper.make_node("Mul", [f"g{k}", src], [f"a{k}"]))
+            src = f"a{k}"
         elif tail == "add":  # a residual: the conv's output added to its input
             nodes.append(helper.make_node("Add", ["xd", src], [f"a{k}"]))
             src = f"a{k}"
-        if tail not in ("quantize", "int8"):  # the conv's own output, for the reference
+        if tail not in ("quantize", "int8") and not cfg.get("fusable"):  # for the reference
             outputs.append(helper.make_tensor_value_info(f"c{k}", TensorProto.FLOAT, None))
         ys = const(f"ys{k}", np.array(cfg.get("ys", 0.05), np.float32))
         signed = tail == "int8"  # an int8 output of a uint8 input: onnxruntime fuses nothing
@@ -80,7 +87,7 @@ def _model(configs: list[dict], seed: int = 0) -> onnx.ModelProto:
             f"y{k}", TensorProto.INT8 if signed else TensorProto.UINT8, None))  # fmt: skip
     graph = helper.make_graph(nodes, "islands", [helper.make_tensor_value_info(
         "x", TensorProto.UINT8, [1, 16, H, H])], outputs, inits)  # fmt: skip
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
 
 
 def _reference(model: onnx.ModelProto, x: np.ndarray, k: int) -> np.ndarray:

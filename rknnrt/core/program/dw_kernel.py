@@ -87,11 +87,12 @@ def attributes(conv: Any, rank: int) -> dict | None:
 
 def nodes(conv: Any, x: str, x_type: int, xz: int, out: str, y_type: int, yz: int,
           centred: np.ndarray, bias: np.ndarray | None, m: np.ndarray, base: str,
-          taken: set[str]) -> tuple[list, list] | None:  # fmt: skip
+          taken: set[str], act: dict | None = None) -> tuple[list, list] | None:  # fmt: skip
     """(nodes, initializers) computing the depthwise `conv` of the int8 tensor `x` into `out`
     (NCHW) on the kernel, or None when the kernel does not take it (or a name is taken).
     `centred`: the weights minus their zero points, (C, 1, KH, KW); `m`: per channel,
-    (xs * ws) / ys for an int8 `y_type`, xs * ws for FLOAT (then `yz` is unused)."""
+    (xs * ws) / ys for an int8 `y_type`, xs * ws for FLOAT (then `yz` is unused) or with `act`
+    (hardswish 1, alpha, beta, y_scale: the conv's HardSwish and QuantizeLinear, fused)."""
     geometry = attributes(conv, centred.ndim)
     if geometry is None or x_type not in (2, 3) or y_type not in _SHORT:
         return None
@@ -114,7 +115,7 @@ def nodes(conv: Any, x: str, x_type: int, xz: int, out: str, y_type: int, yz: in
     made = [
         make("Transpose", [x], [x_nhwc], perm=[0, 2, 3, 1], name=f"{x_nhwc}_t"),
         make(op, [x_nhwc, w_n, b_n, m_n], [y_nhwc], name=f"{y_nhwc}_k", domain=kernels.DOMAIN,
-             x_zero_point=int(xz), **zero, **geometry),  # fmt: skip
+             x_zero_point=int(xz), **zero, **geometry, **(act or {})),  # fmt: skip
         make("Transpose", [y_nhwc], [out], perm=[0, 3, 1, 2], name=f"{y_nhwc}_t"),
     ]
     return made, inits

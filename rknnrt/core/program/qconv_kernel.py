@@ -90,13 +90,14 @@ def takes(centred: np.ndarray, bias: np.ndarray | None, reach: int) -> bool:
 
 
 def nodes(node: Any, x: str, xz: int, out: str, y_type: int, yz: int, centred: np.ndarray,
-          bias: np.ndarray | None, m: np.ndarray, base: str, taken: set[str]
-          ) -> tuple[list, list] | None:  # fmt: skip
+          bias: np.ndarray | None, m: np.ndarray, base: str, taken: set[str],
+          act: dict | None = None) -> tuple[list, list] | None:  # fmt: skip
     """(nodes, initializers) computing the int8 `node` (Conv with group 1 and 2-D geometry, or
     Gemm/MatMul with weights `centred` as (N, K)) of the uint8 tensor `x` into `out`, or None
     when the kernel does not take it. `centred`: the weights minus their zero points, (OC,
     C, KH, KW) for a Conv; `m` per channel: (xs * ws) / ys for an int8 `y_type`, xs * ws for
-    FLOAT (then `yz` is unused)."""
+    FLOAT (then `yz` is unused) or with `act` (hardswish 1, alpha, beta, y_scale: the conv's
+    HardSwish and QuantizeLinear, fused)."""
     if y_type not in _SHORT:
         return None
     conv = node.op_type == "Conv"
@@ -132,7 +133,7 @@ def nodes(node: Any, x: str, xz: int, out: str, y_type: int, yz: int, centred: n
     op = make(f"ConvInt8_u8{_SHORT[y_type]}", [x_nhwc if conv else x, w_n, q_n, m_n],
               [kernel_out], name=f"{base}_kernel", domain=kernels.DOMAIN, kernel_h=int(kh),
               kernel_w=int(kw), channels=int(oc), x_zero_point=int(xz), **zero,
-              **geometry)  # fmt: skip
+              **geometry, **(act or {}))  # fmt: skip
     if not conv:
         return [op], inits
     return [make("Transpose", [x], [x_nhwc], perm=[0, 2, 3, 1], name=f"{x_nhwc}_t"), op,

@@ -1,6 +1,6 @@
 /* What this library's ops share: the kernel object of those that keep nothing but
  * onnxruntime's API table (f16round.c, affine.c), their common op fields, and reading a
- * tensor's dimensions (every op). */
+ * node's attributes and a tensor's dimensions (every op). */
 
 #ifndef RKNNRT_API_KERNEL_H
 #define RKNNRT_API_KERNEL_H
@@ -26,6 +26,29 @@ static inline void *api_kernel_create(const CustomOp *op, const OrtApi *api,
 static inline void api_kernel_destroy(void *kernel) { free(kernel); }
 static inline const char *any_provider(const CustomOp *op) { (void)op; return NULL; }
 static inline int required(const CustomOp *op, size_t i) { (void)op; (void)i; return 0; }
+
+/* Attribute `name` of the node, or `fallback` when it has none (onnxruntime's status freed). */
+static inline int64_t attr_int64(const OrtApi *api, const OrtKernelInfo *info, const char *name,
+                                 int64_t fallback) {
+    int64_t v = fallback;
+    OrtStatus *st = FN(api, KernelInfoGetAttribute_int64)(info, name, &v);
+    if (st) {
+        FN(api, ReleaseStatus)(st);
+        return fallback;
+    }
+    return v;
+}
+
+static inline float attr_float(const OrtApi *api, const OrtKernelInfo *info, const char *name,
+                               float fallback) {
+    float v = fallback;
+    OrtStatus *st = FN(api, KernelInfoGetAttribute_float)(info, name, &v);
+    if (st) {
+        FN(api, ReleaseStatus)(st);
+        return fallback;
+    }
+    return v;
+}
 
 /* The dimensions of tensor `value` into dims (at most `most`) and their count into *rank:
  * 0, or -1 when onnxruntime reports an error or the rank exceeds `most`. */

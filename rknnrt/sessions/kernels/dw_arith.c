@@ -24,8 +24,11 @@ static inline int32_t load_x(const void *x, int is_signed, size_t i) {
 }
 
 /* one output value: float32 product, nearest-even rounding, clamp, zero point */
-static inline int32_t requantize(int32_t acc, float m, float lo, float hi, int32_t yz) {
+static inline int32_t requantize(int32_t acc, float m, float lo, float hi, int32_t yz,
+                                 const HardSwish *act) {
     float v = (float)acc * m;
+    if (act->on) /* HardSwish, then QuantizeLinear's division (hswish.h) */
+        v = hswish_scaled(act, v);
     v = v < lo ? lo : (v > hi ? hi : v); /* bounds are integers: clamp then round is the same */
     return (int32_t)nearbyintf(v) + yz;
 }
@@ -51,7 +54,7 @@ static void pixel_scalar(const DwParams *k, const Shape *s, const void *x, const
             ((float *)y)[out + (size_t)c] = (float)acc * m[c];
         else
             store_y(y, k->y_signed, out + (size_t)c,
-                    requantize(acc, m[c], lo, hi, (int32_t)k->yz));
+                    requantize(acc, m[c], lo, hi, (int32_t)k->yz, &k->act));
     }
 }
 
@@ -72,8 +75,11 @@ __attribute__((target("avx2"))) static inline void store8_y(void *y, int64_t i, 
 
 __attribute__((target("avx2"))) static inline __m256i requantize8(__m256i acc, const float *m,
                                                                   __m256 lo, __m256 hi,
-                                                                  __m256i yz) {
+                                                                  __m256i yz,
+                                                                  const HardSwish *act) {
     __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(m));
+    if (act->on)
+        v = hswish_scaled8(act, v);
     v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
     /* cvtps rounds by MXCSR: nearest-even by default, as nearbyintf */
     return _mm256_add_epi32(_mm256_cvtps_epi32(v), yz);
@@ -88,7 +94,7 @@ __attribute__((target("avx2"))) static inline void emit8(const DwParams *k, void
         _mm256_storeu_ps((float *)y + e,
                          _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(m)));
     else
-        store8_y(y, e, requantize8(acc, m, lo, hi, yz), k->y_signed);
+        store8_y(y, e, requantize8(acc, m, lo, hi, yz, &k->act), k->y_signed);
 }
 
 /* channels [c, C - C % 8) of one output pixel whose taps are listed (a border pixel), 16 then
@@ -228,6 +234,10 @@ AVX512 static inline void finish512(const DwParams *k, __m512i a_lo, __m512i a_h
         return;
     }
     uint8_t *y = (uint8_t *)y_base + e;
+    if (k->act.on) { /* HardSwish, then QuantizeLinear's division (hswish.h) */
+        v0 = hswish_scaled16(&k->act, v0);
+        v1 = hswish_scaled16(&k->act, v1);
+    }
     v0 = _mm512_min_ps(_mm512_max_ps(v0, lo), hi);
     v1 = _mm512_min_ps(_mm512_max_ps(v1, lo), hi);
     /* cvtps rounds by MXCSR (nearest-even by default); values are in range, so the

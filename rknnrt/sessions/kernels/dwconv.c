@@ -8,7 +8,9 @@
  *   inputs  x [N,H,W,C] (x type), w [KH,KW,C] int32 (weights minus their zero points),
  *           bias [C] int32, m [C] float32 ((xs * ws[c]) / ys, or xs * ws[c] for a float y)
  *   attrs   x_zero_point, y_zero_point, strides (stride_h, stride_w), pads (pad_top,
- *           pad_left, pad_bottom, pad_right), dilations (dilation_h, dilation_w): int64
+ *           pad_left, pad_bottom, pad_right), dilations (dilation_h, dilation_w), hardswish:
+ *           int64; alpha, beta, y_scale: float (with hardswish 1: an int8 y, m = xs * ws,
+ *           and the product through HardSwish and QuantizeLinear first, hswish.h)
  *   output  y [N,OH,OW,C] (y type)
  * per channel c: acc = sum (x - xz) * w[c] + bias[c] in int32 (padding contributes 0), then
  * y = saturate(nearbyintf(float(acc) * m[c]) + yz), the float32 product rounded half to even
@@ -104,17 +106,6 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     dw_end(job);
 }
 
-static int64_t attr(const OrtApi *api, const OrtKernelInfo *info, const char *name,
-                    int64_t fallback) {
-    int64_t v = fallback;
-    OrtStatus *st = FN(api, KernelInfoGetAttribute_int64)(info, name, &v);
-    if (st) {
-        FN(api, ReleaseStatus)(st);
-        return fallback;
-    }
-    return v;
-}
-
 static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKernelInfo *info) {
     const DwOp *d = (const DwOp *)op;
     Kernel *k = (Kernel *)calloc(1, sizeof(Kernel));
@@ -124,16 +115,20 @@ static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKerne
     k->p.x_signed = d->x_type == T_INT8;
     k->p.y_signed = d->y_type == T_INT8;
     k->p.y_float = d->y_type == T_FLOAT;
-    k->p.xz = attr(api, info, "x_zero_point", 0);
-    k->p.yz = attr(api, info, "y_zero_point", 0);
-    k->p.sh = attr(api, info, "stride_h", 1);
-    k->p.sw = attr(api, info, "stride_w", 1);
-    k->p.pt = attr(api, info, "pad_top", 0);
-    k->p.pl = attr(api, info, "pad_left", 0);
-    k->p.pb = attr(api, info, "pad_bottom", 0);
-    k->p.pr = attr(api, info, "pad_right", 0);
-    k->p.dh = attr(api, info, "dilation_h", 1);
-    k->p.dw = attr(api, info, "dilation_w", 1);
+    k->p.xz = attr_int64(api, info, "x_zero_point", 0);
+    k->p.yz = attr_int64(api, info, "y_zero_point", 0);
+    k->p.sh = attr_int64(api, info, "stride_h", 1);
+    k->p.sw = attr_int64(api, info, "stride_w", 1);
+    k->p.pt = attr_int64(api, info, "pad_top", 0);
+    k->p.pl = attr_int64(api, info, "pad_left", 0);
+    k->p.pb = attr_int64(api, info, "pad_bottom", 0);
+    k->p.pr = attr_int64(api, info, "pad_right", 0);
+    k->p.dh = attr_int64(api, info, "dilation_h", 1);
+    k->p.dw = attr_int64(api, info, "dilation_w", 1);
+    k->p.act.on = attr_int64(api, info, "hardswish", 0) != 0 && d->y_type != T_FLOAT;
+    k->p.act.alpha = attr_float(api, info, "alpha", 1.0f / 6.0f);
+    k->p.act.beta = attr_float(api, info, "beta", 0.5f);
+    k->p.act.ys = attr_float(api, info, "y_scale", 1.0f);
     if (k->p.sh < 1)
         k->p.sh = 1;
     if (k->p.sw < 1)

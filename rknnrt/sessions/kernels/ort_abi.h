@@ -43,6 +43,7 @@ enum {
     API_GetDimensionsCount = 61,
     API_GetDimensions = 62,
     API_GetTensorTypeAndShape = 65,
+    API_KernelInfoGetAttribute_float = 85,
     API_KernelInfoGetAttribute_int64 = 86,
     API_KernelContext_GetInput = 90,
     API_KernelContext_GetOutput = 91,
@@ -65,6 +66,8 @@ typedef OrtStatus *(*GetDimensions_f)(const OrtTensorTypeAndShapeInfo *info, int
                                       size_t count);
 typedef OrtStatus *(*GetTensorTypeAndShape_f)(const OrtValue *value,
                                               OrtTensorTypeAndShapeInfo **out);
+typedef OrtStatus *(*KernelInfoGetAttribute_float_f)(const OrtKernelInfo *info, const char *name,
+                                                     float *out);
 typedef OrtStatus *(*KernelInfoGetAttribute_int64_f)(const OrtKernelInfo *info, const char *name,
                                                      int64_t *out);
 typedef OrtStatus *(*KernelContext_GetInput_f)(const OrtKernelContext *ctx, size_t index,

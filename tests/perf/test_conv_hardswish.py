@@ -1,0 +1,73 @@
+"""The int8 conv kernels' HardSwish epilogue (sessions/kernels/hswish.h): a float island's
+HardSwish -> QuantizeLinear (or HardSigmoid, Mul -> QuantizeLinear) computed in the kernel's
+pass gives onnxruntime's bytes, on every path of both kernels, dense and depthwise."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+from rknnrt.core import switches
+from rknnrt.core.program import dw_kernel, int8_islands, qconv_kernel, whole
+
+from .test_int8_islands import _inputs, _model
+
+CONFIGS = [
+    {"tail": "hardswish", "fusable": True, "ys": 0.02},
+    {"tail": "hardswish", "fusable": True, "k": 1, "cout": 24, "ys": 0.05},
+    {"tail": "hardsigmoid_mul", "fusable": True, "ys": 0.03},
+    {"tail": "hardswish", "fusable": True, "group": "dw", "ys": 0.02},
+    {"tail": "hardsigmoid_mul", "fusable": True, "group": "dw", "k": 5, "s": 2, "ys": 0.04},
+    {"tail": "hardswish", "ys": 0.02},  # the conv's value is a graph output too: not fused
+]
+
+
+def _rewritten(model: onnx.ModelProto, monkeypatch, kernels_on: bool) -> onnx.ModelProto:
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    with monkeypatch.context() as patch:
+        for switch in (switches.INT8_CONV_KERNEL, switches.INT8_DW_KERNEL):
+            patch.setenv(switch.name, "1" if kernels_on else "0")
+        assert int8_islands.islands_as_integers(out.graph, {}) == len(CONFIGS)
+    dw_kernel.import_domain(out)
+    return out
+
+
+def _fused(model: onnx.ModelProto) -> list[str]:
+    return sorted(n.op_type for n in model.graph.node
+                  if any(a.name == "hardswish" and a.i == 1 for a in n.attribute))  # fmt: skip
+
+
+@pytest.mark.parametrize("levels", [(1, 2), (0, 1), (0, 0)], ids=["widest", "avx2", "scalar"])
+def test_fused_hardswish_gives_onnxruntimes_bytes(library, monkeypatch, levels) -> None:
+    """Against the islands' float convs with onnxruntime's own HardSwish and QuantizeLinear
+    (both kernels off), on the kernels' VNNI/AVX-512, AVX2 and scalar paths."""
+    monkeypatch.setitem(qconv_kernel._vnni, str(library[0]), True)  # scalar where no VNNI
+    model = _model(CONFIGS)
+    fused, plain = _rewritten(model, monkeypatch, True), _rewritten(model, monkeypatch, False)
+    assert _fused(fused) == ["ConvInt8_u8u8"] * 3 + ["DepthwiseConvInt8_u8u8"] * 2
+    assert not any(n.op_type in ("HardSwish", "HardSigmoid") for n in fused.graph.node
+                   if n.output[0].startswith(("a0", "g2", "a3", "g4")))  # fmt: skip
+    library[1].rknnrt_qconv_max_level(levels[0])
+    library[1].rknnrt_dw_max_level(levels[1])
+    try:
+        a_session = whole.open_program(fused.SerializeToString())
+        b_session = whole.open_program(plain.SerializeToString())
+        for x in _inputs():
+            for k, (a, b) in enumerate(zip(a_session.run(None, {"x": x}),
+                                           b_session.run(None, {"x": x}))):  # fmt: skip
+                assert a.dtype == b.dtype and np.ptp(a.astype(np.int64)) > 50, k
+                assert a.tobytes() == b.tobytes(), k
+    finally:
+        library[1].rknnrt_qconv_max_level(1)
+        library[1].rknnrt_dw_max_level(2)
+
+
+def test_a_mul_of_other_operands_is_not_fused(library, monkeypatch) -> None:
+    model = _model([{"tail": "hardsigmoid_mul", "fusable": True}])
+    mul = next(n for n in model.graph.node if n.op_type == "Mul")
+    mul.input[1] = "xd"  # HardSigmoid(conv) * x: not a HardSwish of the conv
+    monkeypatch.setitem(qconv_kernel._vnni, str(library[0]), True)
+    assert int8_islands.islands_as_integers(model.graph, {}) == 1
+    assert _fused(model) == []
