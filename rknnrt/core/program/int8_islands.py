@@ -26,7 +26,8 @@ the program's bias is on the grid xs * ws[c] (the converter's rule, toolkit/quan
 
 Where rknnrt's compiled kernels are there, a depthwise conv runs on dw_kernel.py's, and on a
 CPU with AVX-512 VNNI a dense conv, Gemm or MatMul of uint8 on qconv_kernel.py's: the same
-integers and float32 products, fewer passes. That kernel also takes the shallow dense convs
+integers and float32 products, fewer passes; a HardSwish or SiLU and the QuantizeLinear after
+it in the kernel's pass too (conv_epilogue.py). That kernel also takes the shallow dense convs
 onnxruntime would fuse into QLinearConv (at most SHALLOW products per sum, where it measured
 faster), requantised as QLinearConv does (tests/perf/test_qconv_kernel.py).
 """
@@ -38,7 +39,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..lazy_imports import onnx
-from . import dw_kernel, graph_edit, qconv_kernel
+from . import conv_epilogue, dw_kernel, graph_edit, qconv_kernel
 from .int8_depthwise import (
     _EXACT,
     _RANGES,
@@ -224,7 +225,7 @@ def islands_as_integers(graph, weights: Mapping[str, np.ndarray], limit: float =
         found = _candidate(g, node, compiled[1])
         if found is None:
             continue
-        tail = None if found["stored"] else _hardswish_after(g, node)
+        tail = None if found["stored"] else conv_epilogue.tail_after(g, node)
         made = _on_kernel(g, node, found, taken, *compiled, tail) if any(compiled) else None
         if made is None and found["fused"]:
             continue  # onnxruntime's QLinearConv then, as without the kernel
@@ -262,42 +263,14 @@ def islands_as_integers(graph, weights: Mapping[str, np.ndarray], limit: float =
     return len(replace)
 
 
-def _hardswish_after(g: _Lookup, node) -> tuple | None:
-    """(the QuantizeLinear, [the HardSwish, or the HardSigmoid and Mul(x, it)], alpha, beta)
-    when `node`'s float output reaches an int8 QuantizeLinear only through a HardSwish (a
-    MobileNetV3's conv), or None."""
-    out, readers = node.output[0], g.readers.get(node.output[0], [])
-    if out in g.outputs or any(r.domain for r in readers):
-        return None
-    kinds = sorted(r.op_type for r in readers)
-    if kinds == ["HardSwish"]:
-        ops, alpha, beta = readers, 1.0 / 6.0, 0.5
-    elif kinds == ["HardSigmoid", "Mul"]:
-        hs, mul = sorted(readers, key=lambda r: r.op_type)
-        if sorted(mul.input) != sorted([out, hs.output[0]]) or g.only_reader(hs.output[0]) \
-                is not mul:  # fmt: skip
-            return None
-        ops, alpha, beta = [hs, mul], _attr(hs, "alpha", 0.2), _attr(hs, "beta", 0.5)
-    else:
-        return None
-    quant = g.only_reader(ops[-1].output[0])
-    if quant is None or quant.op_type != "QuantizeLinear" or quant.domain \
-            or len(quant.input) != 3 or g.elem_type(quant.input[2]) not in _RANGES:  # fmt: skip
-        return None
-    ys, yz = _scalar(g, quant.input[1]), _scalar(g, quant.input[2])
-    if ys is None or yz is None or ys.dtype != np.float32 or not float(ys) > 0:
-        return None
-    return quant, ops, float(np.float32(alpha)), float(np.float32(beta))
-
-
 def _on_kernel(g: _Lookup, node, found: dict, taken: set[str], depthwise_on: bool,
                dense_on: bool, tail: tuple | None = None) -> tuple | None:  # fmt: skip
     """A 2-D depthwise conv on the compiled depthwise kernel (core/program/dw_kernel.py), a
     dense conv, Gemm or MatMul on uint8 on the VNNI one (qconv_kernel.py) where they are on:
     (nodes, initializers, the node they replace, their output, its type), or None. Kept in float32
     it is float32(acc) * m as the Conv -> Mul(m) chain gives; stored, it is requantised as
-    that chain's Mul(m / ys) -> QuantizeLinear(1, yz); with its HardSwish `tail`
-    (_hardswish_after), that HardSwish and QuantizeLinear are computed in the same pass."""
+    that chain's Mul(m / ys) -> QuantizeLinear(1, yz); with its activation `tail`
+    (conv_epilogue.tail_after), that activation and QuantizeLinear in the same pass."""
     w = found["w"]
     depthwise = depthwise_on and node.op_type == "Conv" and w.ndim == 4 and w.shape[1] == 1 \
         and found["group"] == w.shape[0]  # fmt: skip
@@ -321,9 +294,7 @@ def _on_kernel(g: _Lookup, node, found: dict, taken: set[str], depthwise_on: boo
         target, out, y_type, zero = node, node.output[0], _FLOAT, 0
     if xz is None:
         return None
-    act = {} if stored or tail is None else {
-        "hardswish": 1, "alpha": tail[2], "beta": tail[3],
-        "y_scale": float(_scalar(g, tail[0].input[1]))}  # fmt: skip
+    act = {} if stored or tail is None else tail[2]
     if depthwise:
         made = dw_kernel.nodes(node, found["x_dq"].input[0], x_type, int(xz), out, y_type, zero,
                                w, found["bias"], m, f"{out}__int", taken, act)  # fmt: skip

@@ -25,10 +25,10 @@ static inline int32_t load_x(const void *x, int is_signed, size_t i) {
 
 /* one output value: float32 product, nearest-even rounding, clamp, zero point */
 static inline int32_t requantize(int32_t acc, float m, float lo, float hi, int32_t yz,
-                                 const HardSwish *act) {
+                                 const Epilogue *act) {
     float v = (float)acc * m;
-    if (act->on) /* HardSwish, then QuantizeLinear's division (hswish.h) */
-        v = hswish_scaled(act, v);
+    if (act->kind) /* the activation, then QuantizeLinear's division (epilogue.h) */
+        v = epilogue_scaled(act, v);
     v = v < lo ? lo : (v > hi ? hi : v); /* bounds are integers: clamp then round is the same */
     return (int32_t)nearbyintf(v) + yz;
 }
@@ -59,13 +59,13 @@ static void pixel_scalar(const DwParams *k, const Shape *s, const void *x, const
 }
 
 #ifdef DW_X86
-__attribute__((target("avx2"))) static inline __m256i load8_x(const void *x, int is_signed,
+__attribute__((target("avx2,fma"))) static inline __m256i load8_x(const void *x, int is_signed,
                                                               int64_t i) {
     __m128i b = _mm_loadl_epi64((const __m128i *)((const uint8_t *)x + i));
     return is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
 }
 
-__attribute__((target("avx2"))) static inline void store8_y(void *y, int64_t i, __m256i v,
+__attribute__((target("avx2,fma"))) static inline void store8_y(void *y, int64_t i, __m256i v,
                                                             int is_signed) {
     __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
     __m128i h16 = _mm_packs_epi32(lo, hi); /* values are in range: no saturation happens */
@@ -73,13 +73,13 @@ __attribute__((target("avx2"))) static inline void store8_y(void *y, int64_t i, 
     _mm_storel_epi64((__m128i *)((uint8_t *)y + i), b);
 }
 
-__attribute__((target("avx2"))) static inline __m256i requantize8(__m256i acc, const float *m,
+__attribute__((target("avx2,fma"))) static inline __m256i requantize8(__m256i acc, const float *m,
                                                                   __m256 lo, __m256 hi,
                                                                   __m256i yz,
-                                                                  const HardSwish *act) {
+                                                                  const Epilogue *act) {
     __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(m));
-    if (act->on)
-        v = hswish_scaled8(act, v);
+    if (act->kind)
+        v = epilogue_scaled8(act, v);
     v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
     /* cvtps rounds by MXCSR: nearest-even by default, as nearbyintf */
     return _mm256_add_epi32(_mm256_cvtps_epi32(v), yz);
@@ -87,7 +87,7 @@ __attribute__((target("avx2"))) static inline __m256i requantize8(__m256i acc, c
 
 /* 8 outputs from their sums at element e: the float product, stored as it is (island form)
  * or requantised */
-__attribute__((target("avx2"))) static inline void emit8(const DwParams *k, void *y, int64_t e,
+__attribute__((target("avx2,fma"))) static inline void emit8(const DwParams *k, void *y, int64_t e,
                                                          __m256i acc, const float *m, __m256 lo,
                                                          __m256 hi, __m256i yz) {
     if (k->y_float)
@@ -99,7 +99,7 @@ __attribute__((target("avx2"))) static inline void emit8(const DwParams *k, void
 
 /* channels [c, C - C % 8) of one output pixel whose taps are listed (a border pixel), 16 then
  * 8 at a time, in int32 products; returns where it stopped */
-__attribute__((target("avx2"))) static int64_t pixel_avx2(const DwParams *k, const Shape *s,
+__attribute__((target("avx2,fma"))) static int64_t pixel_avx2(const DwParams *k, const Shape *s,
                                                           const void *x, const int32_t *w,
                                                           const int32_t *bias, const float *m,
                                                           void *y, const int64_t *taps,
@@ -141,7 +141,7 @@ __attribute__((target("avx2"))) static int64_t pixel_avx2(const DwParams *k, con
  * x taken as it is and xz * sum(w - wz) taken off the bias once (bias_adj), which is the same
  * integer. `packed`: per tap pair and 16-channel block, the two taps' weights interleaved as
  * unpacklo/unpackhi interleave the two taps' x (an odd last tap pairs with a zero weight). */
-__attribute__((target("avx2"))) static void interior_avx2(
+__attribute__((target("avx2,fma"))) static void interior_avx2(
     const DwParams *k, const void *x, const int64_t *rel, int npairs, const int16_t *packed,
     int64_t blocks, const int32_t *bias_adj, const float *m, void *y, int64_t e0, float lo_f,
     float hi_f, int64_t count, int64_t x_step, int64_t y_step) {
@@ -234,9 +234,9 @@ AVX512 static inline void finish512(const DwParams *k, __m512i a_lo, __m512i a_h
         return;
     }
     uint8_t *y = (uint8_t *)y_base + e;
-    if (k->act.on) { /* HardSwish, then QuantizeLinear's division (hswish.h) */
-        v0 = hswish_scaled16(&k->act, v0);
-        v1 = hswish_scaled16(&k->act, v1);
+    if (k->act.kind) { /* the activation, then QuantizeLinear's division (epilogue.h) */
+        v0 = epilogue_scaled16(&k->act, v0);
+        v1 = epilogue_scaled16(&k->act, v1);
     }
     v0 = _mm512_min_ps(_mm512_max_ps(v0, lo), hi);
     v1 = _mm512_min_ps(_mm512_max_ps(v1, lo), hi);
@@ -333,7 +333,7 @@ static int have_avx2(void) {
     static int known = -1;
     if (known < 0) {
         __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx2") ? 1 : 0;
+        known = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); /* epilogue.h */
     }
     return known;
 }

@@ -6,12 +6,12 @@
 
 #include <stdint.h>
 
-#include "hswish.h"
+#include "epilogue.h"
 
 typedef struct DwParams {
     int x_signed, y_signed, y_float; /* y_float: the island form, y = float(acc) * m */
     int64_t xz, yz, sh, sw, pt, pl, pb, pr, dh, dw;
-    HardSwish act; /* on: y = requantised HardSwish(float(acc) * m) / ys (hswish.h) */
+    Epilogue act; /* kind set: y = requantised act(float(acc) * m) / ys (epilogue.h) */
 } DwParams;
 
 typedef struct Shape {

@@ -8,9 +8,10 @@
  *   inputs  x [N,H,W,C] (x type), w [KH,KW,C] int32 (weights minus their zero points),
  *           bias [C] int32, m [C] float32 ((xs * ws[c]) / ys, or xs * ws[c] for a float y)
  *   attrs   x_zero_point, y_zero_point, strides (stride_h, stride_w), pads (pad_top,
- *           pad_left, pad_bottom, pad_right), dilations (dilation_h, dilation_w), hardswish:
- *           int64; alpha, beta, y_scale: float (with hardswish 1: an int8 y, m = xs * ws,
- *           and the product through HardSwish and QuantizeLinear first, hswish.h)
+ *           pad_left, pad_bottom, pad_right), dilations (dilation_h, dilation_w), activation:
+ *           int64; alpha, beta, y_scale: float (with an activation, 1 HardSwish or 2 SiLU: an
+ *           int8 y, m = xs * ws, and the product through it and QuantizeLinear first,
+ *           epilogue.h)
  *   output  y [N,OH,OW,C] (y type)
  * per channel c: acc = sum (x - xz) * w[c] + bias[c] in int32 (padding contributes 0), then
  * y = saturate(nearbyintf(float(acc) * m[c]) + yz), the float32 product rounded half to even
@@ -125,7 +126,8 @@ static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKerne
     k->p.pr = attr_int64(api, info, "pad_right", 0);
     k->p.dh = attr_int64(api, info, "dilation_h", 1);
     k->p.dw = attr_int64(api, info, "dilation_w", 1);
-    k->p.act.on = attr_int64(api, info, "hardswish", 0) != 0 && d->y_type != T_FLOAT;
+    const int64_t activation = attr_int64(api, info, "activation", 0);
+    k->p.act.kind = d->y_type == T_FLOAT ? ACT_NONE : epilogue_kind(activation);
     k->p.act.alpha = attr_float(api, info, "alpha", 1.0f / 6.0f);
     k->p.act.beta = attr_float(api, info, "beta", 0.5f);
     k->p.act.ys = attr_float(api, info, "y_scale", 1.0f);

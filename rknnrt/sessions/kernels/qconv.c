@@ -9,8 +9,8 @@
  *             bias[c] - xz * sum_k s[c][k] + K * xz * z[c],
  *           m float32 [16 OCB] ((xs * ws[c]) / ys, or xs * ws[c] for a float32 y)
  *   attrs   kernel_h, kernel_w, channels (OC), x_zero_point, y_zero_point, stride_h/_w,
- *           pad_top/_left/_bottom/_right, dilation_h/_w, hardswish: int64; alpha, beta,
- *           y_scale: float (read with hardswish 1)
+ *           pad_top/_left/_bottom/_right, dilation_h/_w, activation: int64; alpha, beta,
+ *           y_scale: float (read with an activation)
  *   output  y [N,OH,OW,OC] (or [..., OC])
  * per output pixel and channel c, with x = xz where the window leaves the image,
  *   acc = sum_k (x_k - xz)(s[c][k] - z[c]) + bias[c]
@@ -18,9 +18,9 @@
  *         admits only convs whose every acc fits int32, so the wrapped sum is acc itself)
  * then y = saturate(nearbyintf(float(acc) * m[c]) + yz) (clamped before rounding, as
  * onnxruntime's QLinearConv requantises: the same bytes), or float(acc) * m[c] for a float y.
- * With hardswish 1 (an int8 y, m[c] = xs * ws[c]) the product goes through HardSwish and
- * QuantizeLinear's division by y_scale before that rounding (hswish.h): a float island's
- * HardSwish -> QuantizeLinear in the same pass.
+ * With an activation (1 HardSwish, 2 SiLU; an int8 y, m[c] = xs * ws[c]) the product goes
+ * through it and QuantizeLinear's division by y_scale before that rounding (epilogue.h): a
+ * float island's activation -> QuantizeLinear in the same pass.
  * A scalar path runs everywhere; an AVX-512 VNNI path (VPDPBUSD, cpuid at run time) computes
  * the same integers 6 pixels x 64 channels at a time. rknnrt_qconv_vnni() says whether it runs. */
 
@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "api_kernel.h"
-#include "hswish.h"
+#include "epilogue.h"
 #include "qconv.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -39,7 +39,7 @@
 typedef struct QcParams {
     int64_t kh, kw, oc, xz, yz, sh, sw, pt, pl, pb, pr, dh, dw;
     int y_type;
-    HardSwish act; /* on: y = requantised HardSwish(float(acc) * m) / ys (hswish.h) */
+    Epilogue act; /* kind set: y = requantised act(float(acc) * m) / ys (epilogue.h) */
 } QcParams;
 
 typedef struct QcKernel {
@@ -112,8 +112,8 @@ static void emit_scalar(const QcJob *j, const uint32_t *dots, int64_t q, int64_t
             ((float *)j->y)[at] = f;
             continue;
         }
-        if (p->act.on)
-            f = hswish_scaled(&p->act, f);
+        if (p->act.kind)
+            f = epilogue_scaled(&p->act, f);
         f = f < lo ? lo : (f > hi ? hi : f);
         const int32_t v = (int32_t)nearbyintf(f) + (int32_t)p->yz;
         if (p->y_type == T_INT8)
@@ -223,8 +223,8 @@ VNNI static void emit_vnni(const QcJob *j, const int32_t *out, int mr, int nr, i
                 _mm512_mask_storeu_ps((float *)j->y + at, mask, f);
                 continue;
             }
-            if (p->act.on)
-                f = hswish_scaled16(&p->act, f);
+            if (p->act.kind)
+                f = epilogue_scaled16(&p->act, f);
             f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
             const __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(f), yz); /* nearest even */
             if (p->y_type == T_INT8)
@@ -411,7 +411,8 @@ static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKerne
     p->pr = attr_int64(api, info, "pad_right", 0);
     p->dh = at_least_one(attr_int64(api, info, "dilation_h", 1));
     p->dw = at_least_one(attr_int64(api, info, "dilation_w", 1));
-    p->act.on = attr_int64(api, info, "hardswish", 0) != 0 && p->y_type != T_FLOAT;
+    const int64_t activation = attr_int64(api, info, "activation", 0);
+    p->act.kind = p->y_type == T_FLOAT ? ACT_NONE : epilogue_kind(activation);
     p->act.alpha = attr_float(api, info, "alpha", 1.0f / 6.0f);
     p->act.beta = attr_float(api, info, "beta", 0.5f);
     p->act.ys = attr_float(api, info, "y_scale", 1.0f);

@@ -1,6 +1,7 @@
-"""The int8 conv kernels' HardSwish epilogue (sessions/kernels/hswish.h): a float island's
-HardSwish -> QuantizeLinear (or HardSigmoid, Mul -> QuantizeLinear) computed in the kernel's
-pass gives onnxruntime's bytes, on every path of both kernels, dense and depthwise."""
+"""The int8 conv kernels' epilogue (sessions/kernels/epilogue.h, core/program/conv_epilogue.py):
+a float island's HardSwish (one op, or HardSigmoid then Mul) or SiLU (Sigmoid then Mul) and
+the QuantizeLinear after it, computed in the kernel's pass, give onnxruntime's bytes on every
+path of both kernels, dense and depthwise; the probe keeps an activation that differs out."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import onnx
 import pytest
 
 from rknnrt.core import switches
-from rknnrt.core.program import dw_kernel, int8_islands, qconv_kernel, whole
+from rknnrt.core.program import conv_epilogue, dw_kernel, int8_islands, qconv_kernel, whole
 
 from .test_int8_islands import _inputs, _model
 
@@ -19,6 +20,9 @@ CONFIGS = [
     {"tail": "hardsigmoid_mul", "fusable": True, "ys": 0.03},
     {"tail": "hardswish", "fusable": True, "group": "dw", "ys": 0.02},
     {"tail": "hardsigmoid_mul", "fusable": True, "group": "dw", "k": 5, "s": 2, "ys": 0.04},
+    {"tail": "silu", "fusable": True, "ys": 0.02},
+    {"tail": "silu", "fusable": True, "group": "dw", "k": 3, "ys": 0.03},
+    {"tail": "silu", "fusable": True, "k": 1, "cout": 40, "ys": 0.01},
     {"tail": "hardswish", "ys": 0.02},  # the conv's value is a graph output too: not fused
 ]
 
@@ -34,9 +38,9 @@ def _rewritten(model: onnx.ModelProto, monkeypatch, kernels_on: bool) -> onnx.Mo
     return out
 
 
-def _fused(model: onnx.ModelProto) -> list[str]:
+def _fused(model: onnx.ModelProto, kind: int) -> list[str]:
     return sorted(n.op_type for n in model.graph.node
-                  if any(a.name == "hardswish" and a.i == 1 for a in n.attribute))  # fmt: skip
+                  if any(a.name == "activation" and a.i == kind for a in n.attribute))  # fmt: skip
 
 
 @pytest.mark.parametrize("levels", [(1, 2), (0, 1), (0, 0)], ids=["widest", "avx2", "scalar"])
@@ -46,9 +50,13 @@ def test_fused_hardswish_gives_onnxruntimes_bytes(library, monkeypatch, levels) 
     monkeypatch.setitem(qconv_kernel._vnni, str(library[0]), True)  # scalar where no VNNI
     model = _model(CONFIGS)
     fused, plain = _rewritten(model, monkeypatch, True), _rewritten(model, monkeypatch, False)
-    assert _fused(fused) == ["ConvInt8_u8u8"] * 3 + ["DepthwiseConvInt8_u8u8"] * 2
+    assert _fused(fused, conv_epilogue.HARDSWISH) == ["ConvInt8_u8u8"] * 3 + \
+        ["DepthwiseConvInt8_u8u8"] * 2
     assert not any(n.op_type in ("HardSwish", "HardSigmoid") for n in fused.graph.node
                    if n.output[0].startswith(("a0", "g2", "a3", "g4")))  # fmt: skip
+    silu = ["ConvInt8_u8u8", "ConvInt8_u8u8", "DepthwiseConvInt8_u8u8"]
+    assert _fused(fused, conv_epilogue.SILU) == (silu if conv_epilogue.exact(
+        conv_epilogue.SILU) else [])  # fmt: skip
     library[1].rknnrt_qconv_max_level(levels[0])
     library[1].rknnrt_dw_max_level(levels[1])
     try:
@@ -70,4 +78,32 @@ def test_a_mul_of_other_operands_is_not_fused(library, monkeypatch) -> None:
     mul.input[1] = "xd"  # HardSigmoid(conv) * x: not a HardSwish of the conv
     monkeypatch.setitem(qconv_kernel._vnni, str(library[0]), True)
     assert int8_islands.islands_as_integers(model.graph, {}) == 1
-    assert _fused(model) == []
+    assert _fused(model, conv_epilogue.HARDSWISH) == []
+
+
+def test_the_silu_probe_holds_here_and_catches_a_difference(library, monkeypatch) -> None:
+    """On this onnxruntime the kernels' SiLU is its own, bit for bit, on the probe's 200k
+    values (all paths); an onnxruntime whose value differs in one place (one element a unit
+    in the last place away) turns the verdict off, and the tail is then not fused."""
+    kernels_path = str(library[0])
+    assert conv_epilogue.exact(conv_epilogue.SILU)
+    assert conv_epilogue.exact(conv_epilogue.HARDSWISH, float(np.float32(1 / 6)), 0.5)
+    create = conv_epilogue.factory.create
+
+    class OneUlpOff:
+        def __init__(self, session) -> None:
+            self.session = session
+
+        def run(self, names, feeds):
+            out = self.session.run(names, feeds)
+            out[0].view(np.uint32)[12345] += 1
+            return out
+
+    monkeypatch.setattr(conv_epilogue.factory, "create",
+                        lambda *a, **k: OneUlpOff(create(*a, **k)))  # fmt: skip
+    monkeypatch.setattr(conv_epilogue, "_verdicts", {})
+    assert not conv_epilogue.exact(conv_epilogue.SILU)
+    monkeypatch.setitem(qconv_kernel._vnni, kernels_path, True)
+    model = _model([{"tail": "silu", "fusable": True}])
+    assert int8_islands.islands_as_integers(model.graph, {}) == 1
+    assert _fused(model, conv_epilogue.SILU) == []
