@@ -175,8 +175,8 @@ __attribute__((target("avx2,fma"))) static void interior_avx2(
     }
 }
 
-/* the interior path's weights and bias for this call (the weights are an input, so they are
- * packed per call: KH*KW*C values against OH*OW*KH*KW*C products) */
+/* the interior path's weights and bias (the weights are an input: packed at a node's first run
+ * and kept in its kernel's cache, dw_begin) */
 static void pack_interior(const Shape *s, const int32_t *w, const int32_t *bias, int64_t xz,
                           int npairs, int width, int16_t *packed, int32_t *bias_adj) {
     /* width 16 (AVX2: the blocks of whole 16 channels) or 32 (AVX-512: every channel, the
@@ -358,8 +358,48 @@ struct DwJob {
     void *memory;
 };
 
+struct DwPacked {
+    const int32_t *w_key, *bias_key; /* the inputs they were packed from */
+    int64_t xz, c, kh, kw;
+    int width;
+    int16_t *packed;
+    int32_t *bias_adj;
+};
+
+void dw_cache_free(DwPacked *packed) { free(packed); }
+
+/* the cached packing when it was made from these inputs for this geometry, else NULL */
+static const DwPacked *cached(DwPacked *const *cache, const DwParams *k, const Shape *s,
+                              const int32_t *w, const int32_t *bias, int width) {
+    const DwPacked *hit = cache ? __atomic_load_n(cache, __ATOMIC_ACQUIRE) : NULL;
+    if (hit == NULL || hit->w_key != w || hit->bias_key != bias || hit->xz != k->xz ||
+        hit->c != s->c || hit->kh != s->kh || hit->kw != s->kw || hit->width != width)
+        return NULL;
+    return hit;
+}
+
+/* a copy of a job's fresh packing, published in an empty *cache (a lost race frees it) */
+static void publish(DwPacked **cache, const DwParams *k, const Shape *s, const int32_t *w,
+                    const int32_t *bias, int width, const int16_t *packed, size_t packed_n,
+                    const int32_t *bias_adj, size_t bias_n) {
+    if (cache == NULL || __atomic_load_n(cache, __ATOMIC_ACQUIRE) != NULL)
+        return;
+    DwPacked *made = (DwPacked *)malloc(sizeof(DwPacked) + packed_n * sizeof(int16_t) +
+                                        bias_n * sizeof(int32_t));
+    if (made == NULL)
+        return; /* (the next run packs again) */
+    *made = (DwPacked){w, bias, k->xz, s->c, s->kh, s->kw, width, NULL, NULL};
+    made->packed = (int16_t *)(made + 1);
+    made->bias_adj = (int32_t *)(made->packed + packed_n);
+    memcpy(made->packed, packed, packed_n * sizeof(int16_t));
+    memcpy(made->bias_adj, bias_adj, bias_n * sizeof(int32_t));
+    DwPacked *empty = NULL;
+    if (!__atomic_compare_exchange_n(cache, &empty, made, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        free(made);
+}
+
 DwJob *dw_begin(const DwParams *kp, const Shape *sp, const void *x, const int32_t *w,
-                const int32_t *bias, const float *m, void *y, int level) {
+                const int32_t *bias, const float *m, void *y, int level, DwPacked **cache) {
     DwJob *j = (DwJob *)calloc(1, sizeof(DwJob));
     if (j == NULL)
         return NULL;
@@ -406,8 +446,16 @@ DwJob *dw_begin(const DwParams *kp, const Shape *sp, const void *x, const int32_
         }
     }
     if (j->fast) {
-        pack_interior(s, w, bias, k->xz, j->npairs, j->fast == 2 ? 32 : 16, j->packed,
-                      j->bias_adj);
+        const int width = j->fast == 2 ? 32 : 16;
+        const DwPacked *hit = cached(cache, k, s, w, bias, width);
+        if (hit != NULL) {
+            j->packed = hit->packed;
+            j->bias_adj = hit->bias_adj;
+        } else {
+            pack_interior(s, w, bias, k->xz, j->npairs, width, j->packed, j->bias_adj);
+            publish(cache, k, s, w, bias, width, j->packed, (size_t)j->npairs * padded * 2,
+                    j->bias_adj, padded);
+        }
         for (int64_t i = 0; i < s->kh; i++)
             for (int64_t jj = 0; jj < s->kw; jj++)
                 j->rel[i * s->kw + jj] = (i * k->dh * s->w + jj * k->dw) * s->c;
@@ -509,7 +557,7 @@ void dw_do_rows(const DwJob *j, int64_t r0, int64_t r1) {
 
 int dw_run(const DwParams *k, const Shape *s, const void *x, const int32_t *w,
            const int32_t *bias, const float *m, void *y, int level) {
-    DwJob *j = dw_begin(k, s, x, w, bias, m, y, level);
+    DwJob *j = dw_begin(k, s, x, w, bias, m, y, level, NULL);
     if (j == NULL)
         return -1;
     dw_do_rows(j, 0, dw_rows_total(j));

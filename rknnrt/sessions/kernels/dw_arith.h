@@ -28,8 +28,15 @@ int dw_run(const DwParams *k, const Shape *s, const void *x, const int32_t *w,
  * computes output rows [r0, r1) of the N * OH rows and may run concurrently on disjoint
  * ranges; dw_end frees. */
 typedef struct DwJob DwJob;
+/* A kernel's packed interior weights (immutable once made): dw_begin packs them at a node's
+ * first run and publishes them in *cache (atomically: concurrent first runs each pack, one
+ * copy is kept), and later runs with the same weight and bias inputs (onnxruntime hands a
+ * constant initializer's same buffer to every run) read them from there; `cache` NULL packs
+ * every time. dw_cache_free frees a kernel's. */
+typedef struct DwPacked DwPacked;
 DwJob *dw_begin(const DwParams *k, const Shape *s, const void *x, const int32_t *w,
-                const int32_t *bias, const float *m, void *y, int level);
+                const int32_t *bias, const float *m, void *y, int level, DwPacked **cache);
+void dw_cache_free(DwPacked *packed);
 int64_t dw_rows_total(const DwJob *j);
 void dw_do_rows(const DwJob *j, int64_t r0, int64_t r1);
 void dw_end(DwJob *j);

@@ -39,6 +39,7 @@
 typedef struct Kernel {
     const OrtApi *api;
     DwParams p;
+    DwPacked *packed; /* the node's packed weights, made at its first run (dw_arith.h) */
 } Kernel;
 
 static int max_level = 2; /* set by rknnrt_dw_max_level: the tests' narrower paths */
@@ -89,7 +90,7 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     if (FN(api, GetTensorMutableData)(out, &p[4]) != NULL)
         return;
     DwJob *job = dw_begin(&k->p, &s, p[0], (const int32_t *)p[1], (const int32_t *)p[2],
-                          (const float *)p[3], p[4], max_level);
+                          (const float *)p[3], p[4], max_level, &((Kernel *)kernel)->packed);
     if (job == NULL)
         return;
     /* rows in chunks over the session's intra-op threads (inline with one thread) */
@@ -142,7 +143,11 @@ static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKerne
     return k;
 }
 
-static void destroy_kernel(void *kernel) { free(kernel); }
+static void destroy_kernel(void *kernel) {
+    if (kernel != NULL)
+        dw_cache_free(((Kernel *)kernel)->packed);
+    free(kernel);
+}
 static const char *op_name(const CustomOp *op) { return ((const DwOp *)op)->name; }
 static const char *op_provider(const CustomOp *op) { (void)op; return NULL; }
 static size_t op_inputs(const CustomOp *op) { (void)op; return 4; }
