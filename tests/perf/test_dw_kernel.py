@@ -136,6 +136,25 @@ def test_rows_split_over_threads_give_the_same_values(library, case) -> None:
         assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), threads
 
 
+def test_a_node_packs_its_weights_at_its_first_run_only(library) -> None:
+    """The interior path's packed weights are kept in the node's kernel: runs after the first
+    read them (the same values), and another session's node packs its own."""
+    import ctypes
+
+    case = CASES[1]
+    x, w, bias, m, xz, yz, attrs = _case_arrays(case, seed=9)
+    want, _ = _reference(x, w, bias, m, xz, yz, attrs, RANGES[case[1]][:2])
+    count = library[1].rknnrt_dw_packings
+    count.restype = ctypes.c_int64
+    for _ in range(2):
+        session = _op_session(library, case[0], case[1], x.shape, w, bias, m, xz, yz, attrs)
+        before = count()
+        for _ in range(3):
+            got = session.run(None, {"x": x})[0]
+            assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
+        assert count() - before == 1
+
+
 def _kernel_nodes(model: onnx.ModelProto) -> int:
     return sum(n.domain == kernels.DOMAIN for n in model.graph.node)
 

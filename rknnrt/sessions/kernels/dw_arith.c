@@ -368,6 +368,12 @@ struct DwPacked {
 
 void dw_cache_free(DwPacked *packed) { free(packed); }
 
+static int64_t packings; /* interior packings made in this process (tests read it) */
+
+__attribute__((visibility("default"))) int64_t rknnrt_dw_packings(void) {
+    return __atomic_load_n(&packings, __ATOMIC_RELAXED);
+}
+
 /* the cached packing when it was made from these inputs for this geometry, else NULL */
 static const DwPacked *cached(DwPacked *const *cache, const DwParams *k, const Shape *s,
                               const int32_t *w, const int32_t *bias, int width) {
@@ -453,6 +459,7 @@ DwJob *dw_begin(const DwParams *kp, const Shape *sp, const void *x, const int32_
             j->bias_adj = hit->bias_adj;
         } else {
             pack_interior(s, w, bias, k->xz, j->npairs, width, j->packed, j->bias_adj);
+            __atomic_add_fetch(&packings, 1, __ATOMIC_RELAXED);
             publish(cache, k, s, w, bias, width, j->packed, (size_t)j->npairs * padded * 2,
                     j->bias_adj, padded);
         }
