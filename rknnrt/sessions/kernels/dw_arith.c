@@ -1,9 +1,9 @@
-/* The arithmetic of rknnrt's int8 depthwise kernel (dwconv.c says what it computes and
- * registers it with onnxruntime): a scalar path and, chosen at run time from cpuid, AVX2 and
- * AVX-512 (BW, VL, VNNI) paths; all integer sums and the same float32 product and rounding, so
- * they agree bit for bit (tests/perf/test_dw_kernel.py runs each). The vector paths take
- * interior pixels two taps at a time as int16 pairs (madd), with xz * sum(w) folded into the
- * bias. */
+/* The arithmetic paths of rknnrt's int8 depthwise kernel (dwconv.c says what it computes and
+ * registers it with onnxruntime; dw_job.c runs a convolution over them): a scalar path and,
+ * chosen at run time from cpuid, AVX2 and AVX-512 (BW, VL, VNNI) paths; all integer sums and
+ * the same float32 product and rounding, so they agree bit for bit
+ * (tests/perf/test_dw_kernel.py runs each). The vector paths take interior pixels two taps at a
+ * time as int16 pairs (madd), with xz * sum(w) folded into the bias. */
 
 #include <math.h>
 #include <stddef.h>
@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define DW_X86 1
-#endif
-
 #include "dw_arith.h"
+#include "dw_paths.h"
+
+#ifdef DW_X86
+#include <immintrin.h>
+#endif
 
 
 static inline int32_t load_x(const void *x, int is_signed, size_t i) {
@@ -41,7 +41,7 @@ static inline void store_y(void *y, int is_signed, size_t i, int32_t v) {
 }
 
 /* channels [c0, c1) of one output pixel, scalar */
-static void pixel_scalar(const DwParams *k, const Shape *s, const void *x, const int32_t *w,
+void pixel_scalar(const DwParams *k, const Shape *s, const void *x, const int32_t *w,
                          const int32_t *bias, const float *m, void *y, const int64_t *taps,
                          const int64_t *tap_w, int ntaps, size_t out, int64_t c0, float lo,
                          float hi) {
@@ -99,7 +99,7 @@ __attribute__((target("avx2,fma"))) static inline void emit8(const DwParams *k, 
 
 /* channels [c, C - C % 8) of one output pixel whose taps are listed (a border pixel), 16 then
  * 8 at a time, in int32 products; returns where it stopped */
-__attribute__((target("avx2,fma"))) static int64_t pixel_avx2(const DwParams *k, const Shape *s,
+__attribute__((target("avx2,fma"))) int64_t pixel_avx2(const DwParams *k, const Shape *s,
                                                           const void *x, const int32_t *w,
                                                           const int32_t *bias, const float *m,
                                                           void *y, const int64_t *taps,
@@ -141,7 +141,7 @@ __attribute__((target("avx2,fma"))) static int64_t pixel_avx2(const DwParams *k,
  * x taken as it is and xz * sum(w - wz) taken off the bias once (bias_adj), which is the same
  * integer. `packed`: per tap pair and 16-channel block, the two taps' weights interleaved as
  * unpacklo/unpackhi interleave the two taps' x (an odd last tap pairs with a zero weight). */
-__attribute__((target("avx2,fma"))) static void interior_avx2(
+__attribute__((target("avx2,fma"))) void interior_avx2(
     const DwParams *k, const void *x, const int64_t *rel, int npairs, const int16_t *packed,
     int64_t blocks, const int32_t *bias_adj, const float *m, void *y, int64_t e0, float lo_f,
     float hi_f, int64_t count, int64_t x_step, int64_t y_step) {
@@ -177,7 +177,7 @@ __attribute__((target("avx2,fma"))) static void interior_avx2(
 
 /* the interior path's weights and bias (the weights are an input: packed at a node's first run
  * and kept in its kernel's cache, dw_begin) */
-static void pack_interior(const Shape *s, const int32_t *w, const int32_t *bias, int64_t xz,
+void pack_interior(const Shape *s, const int32_t *w, const int32_t *bias, int64_t xz,
                           int npairs, int width, int16_t *packed, int32_t *bias_adj) {
     /* width 16 (AVX2: the blocks of whole 16 channels) or 32 (AVX-512: every channel, the
      * last block padded with zero weights and bias) */
@@ -264,7 +264,7 @@ AVX512 static inline void finish512(const DwParams *k, __m512i a_lo, __m512i a_h
         A_HI = _mm512_dpwssd_epi32(A_HI, _mm512_unpackhi_epi16(x0_, x1_), w_hi);              \
     } while (0)
 
-AVX512 static void interior_avx512(const DwParams *k, const void *x, const int64_t *rel,
+AVX512 void interior_avx512(const DwParams *k, const void *x, const int64_t *rel,
                                    int npairs, const int16_t *packed, int64_t channels,
                                    const int32_t *bias_adj, const float *m, void *y,
                                    int64_t e0, float lo_f, float hi_f, int64_t count,
@@ -319,7 +319,7 @@ AVX512 static void interior_avx512(const DwParams *k, const void *x, const int64
     }
 }
 
-static int have_avx512(void) {
+int have_avx512(void) {
     static int known = -1;
     if (known < 0) {
         __builtin_cpu_init();
@@ -329,7 +329,7 @@ static int have_avx512(void) {
     return known;
 }
 
-static int have_avx2(void) {
+int have_avx2(void) {
     static int known = -1;
     if (known < 0) {
         __builtin_cpu_init();
@@ -338,236 +338,3 @@ static int have_avx2(void) {
     return known;
 }
 #endif
-
-/* One convolution's shared state: the (framed) input, the packed weights, the interior
- * geometry; dw_do_rows may then run on disjoint output rows from several threads. */
-struct DwJob {
-    DwParams k;
-    Shape s;
-    const void *x;
-    const int32_t *w, *bias;
-    const float *m;
-    void *y;
-    int level, fast, npairs;
-    int64_t ow_lo, ow_hi, interior_end, blocks;
-    float lo, hi;
-    int16_t *packed;
-    int32_t *bias_adj;
-    int64_t *rel;
-    uint8_t *frame;
-    void *memory;
-};
-
-struct DwPacked {
-    const int32_t *w_key, *bias_key; /* the inputs they were packed from */
-    int64_t xz, c, kh, kw;
-    int width;
-    int16_t *packed;
-    int32_t *bias_adj;
-};
-
-void dw_cache_free(DwPacked *packed) { free(packed); }
-
-static int64_t packings; /* interior packings made in this process (tests read it) */
-
-__attribute__((visibility("default"))) int64_t rknnrt_dw_packings(void) {
-    return __atomic_load_n(&packings, __ATOMIC_RELAXED);
-}
-
-/* the cached packing when it was made from these inputs for this geometry, else NULL */
-static const DwPacked *cached(DwPacked *const *cache, const DwParams *k, const Shape *s,
-                              const int32_t *w, const int32_t *bias, int width) {
-    const DwPacked *hit = cache ? __atomic_load_n(cache, __ATOMIC_ACQUIRE) : NULL;
-    if (hit == NULL || hit->w_key != w || hit->bias_key != bias || hit->xz != k->xz ||
-        hit->c != s->c || hit->kh != s->kh || hit->kw != s->kw || hit->width != width)
-        return NULL;
-    return hit;
-}
-
-/* a copy of a job's fresh packing, published in an empty *cache (a lost race frees it) */
-static void publish(DwPacked **cache, const DwParams *k, const Shape *s, const int32_t *w,
-                    const int32_t *bias, int width, const int16_t *packed, size_t packed_n,
-                    const int32_t *bias_adj, size_t bias_n) {
-    if (cache == NULL || __atomic_load_n(cache, __ATOMIC_ACQUIRE) != NULL)
-        return;
-    DwPacked *made = (DwPacked *)malloc(sizeof(DwPacked) + packed_n * sizeof(int16_t) +
-                                        bias_n * sizeof(int32_t));
-    if (made == NULL)
-        return; /* (the next run packs again) */
-    *made = (DwPacked){w, bias, k->xz, s->c, s->kh, s->kw, width, NULL, NULL};
-    made->packed = (int16_t *)(made + 1);
-    made->bias_adj = (int32_t *)(made->packed + packed_n);
-    memcpy(made->packed, packed, packed_n * sizeof(int16_t));
-    memcpy(made->bias_adj, bias_adj, bias_n * sizeof(int32_t));
-    DwPacked *empty = NULL;
-    if (!__atomic_compare_exchange_n(cache, &empty, made, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        free(made);
-}
-
-DwJob *dw_begin(const DwParams *kp, const Shape *sp, const void *x, const int32_t *w,
-                const int32_t *bias, const float *m, void *y, int level, DwPacked **cache) {
-    DwJob *j = (DwJob *)calloc(1, sizeof(DwJob));
-    if (j == NULL)
-        return NULL;
-    j->k = *kp;
-    j->s = *sp;
-    j->x = x, j->w = w, j->bias = bias, j->m = m, j->y = y, j->level = level;
-    const DwParams *k = &j->k;
-    Shape *s = &j->s;
-    const int64_t ntaps = s->kh * s->kw;
-    j->npairs = (int)((ntaps + 1) / 2);
-    const size_t padded = (size_t)((s->c + 31) / 32) * 32; /* channels of the widest path */
-    j->memory = malloc((size_t)(ntaps + 1) * sizeof(int64_t) +
-                       (size_t)j->npairs * padded * 2 * sizeof(int16_t) + padded * sizeof(int32_t));
-    if (j->memory == NULL) {
-        free(j);
-        return NULL;
-    }
-    j->rel = (int64_t *)j->memory; /* interior offsets, + 1 for an odd count's zero pair */
-    j->packed = (int16_t *)(j->rel + ntaps + 1);
-    j->bias_adj = (int32_t *)(j->packed + (size_t)j->npairs * padded * 2);
-    j->lo = (float)((k->y_signed ? -128 : 0) - k->yz);
-    j->hi = (float)((k->y_signed ? 127 : 255) - k->yz);
-#ifdef DW_X86
-    if (level >= 2 && have_avx512())
-        j->fast = 2;
-    else if (level >= 1 && have_avx2() && s->c >= 16)
-        j->fast = 1;
-    /* On the AVX-512 path the input is first copied into a frame of padding holding xz, which
-     * contributes (xz - xz) * w = 0 as a padded tap does: every pixel is then an interior one
-     * (small maps are mostly border). The copy is H*W*C bytes against KH*KW times that work. */
-    if (j->fast == 2 && (k->pt | k->pl | k->pb | k->pr) != 0) {
-        const int64_t fh = s->h + k->pt + k->pb, fw = s->w + k->pl + k->pr;
-        j->frame = (uint8_t *)malloc((size_t)(s->n * fh * fw * s->c));
-        if (j->frame != NULL) {
-            memset(j->frame, (int)(uint8_t)k->xz, (size_t)(s->n * fh * fw * s->c));
-            for (int64_t n = 0; n < s->n; n++)
-                for (int64_t h = 0; h < s->h; h++)
-                    memcpy(j->frame + (((n * fh + h + k->pt) * fw + k->pl) * s->c),
-                           (const uint8_t *)x + (size_t)((n * s->h + h) * s->w * s->c),
-                           (size_t)(s->w * s->c));
-            j->k.pt = j->k.pl = j->k.pb = j->k.pr = 0;
-            s->h = fh, s->w = fw;
-            j->x = j->frame;
-        }
-    }
-    if (j->fast) {
-        const int width = j->fast == 2 ? 32 : 16;
-        const DwPacked *hit = cached(cache, k, s, w, bias, width);
-        if (hit != NULL) {
-            j->packed = hit->packed;
-            j->bias_adj = hit->bias_adj;
-        } else {
-            pack_interior(s, w, bias, k->xz, j->npairs, width, j->packed, j->bias_adj);
-            __atomic_add_fetch(&packings, 1, __ATOMIC_RELAXED);
-            publish(cache, k, s, w, bias, width, j->packed, (size_t)j->npairs * padded * 2,
-                    j->bias_adj, padded);
-        }
-        for (int64_t i = 0; i < s->kh; i++)
-            for (int64_t jj = 0; jj < s->kw; jj++)
-                j->rel[i * s->kw + jj] = (i * k->dh * s->w + jj * k->dw) * s->c;
-        j->rel[ntaps] = 0;
-    }
-#endif
-    j->blocks = s->c / 16;
-    j->interior_end = j->fast == 2 ? s->c : j->blocks * 16; /* channels done inside */
-    /* the columns whose every tap is inside the input: [ow_lo, ow_hi) */
-    int64_t ow_lo = (k->pl + k->sw - 1) / k->sw;
-    int64_t ow_hi = s->w - (s->kw - 1) * k->dw + k->pl; /* iw0 + reach < W */
-    ow_hi = ow_hi <= 0 ? 0 : (ow_hi - 1) / k->sw + 1;
-    if (ow_hi > s->ow)
-        ow_hi = s->ow;
-    if (ow_lo > ow_hi)
-        ow_lo = ow_hi;
-    j->ow_lo = ow_lo, j->ow_hi = ow_hi;
-    return j;
-}
-
-int64_t dw_rows_total(const DwJob *j) { return j->s.n * j->s.oh; }
-
-void dw_end(DwJob *j) {
-    if (j == NULL)
-        return;
-    free(j->frame);
-    free(j->memory);
-    free(j);
-}
-
-/* output rows [r0, r1) of all (n, oh) rows: each writes only its own outputs */
-void dw_do_rows(const DwJob *j, int64_t r0, int64_t r1) {
-    const DwParams *k = &j->k;
-    const Shape *s = &j->s;
-    const void *x = j->x;
-    const int32_t *w = j->w, *bias = j->bias;
-    const float *m = j->m;
-    void *y = j->y;
-    const float lo = j->lo, hi = j->hi;
-    const int64_t ntap_all = s->kh * s->kw, ow_lo = j->ow_lo, ow_hi = j->ow_hi;
-    int64_t small[128];
-    int64_t *taps = 2 * ntap_all <= 128 ? small : (int64_t *)malloc(2 * ntap_all * sizeof(int64_t));
-    if (taps == NULL)
-        return;
-    int64_t *tap_w = taps + ntap_all;
-    for (int64_t r = r0; r < r1; r++) {
-        const int64_t n = r / s->oh, oh = r % s->oh;
-        {
-            const int64_t ih0 = oh * k->sh - k->pt;
-            const int rows_in = ih0 >= 0 && ih0 + (s->kh - 1) * k->dh < s->h;
-            const int row_fast = j->fast && rows_in && ow_lo < ow_hi;
-#ifdef DW_X86
-            if (row_fast) {
-                const int64_t iw0 = ow_lo * k->sw - k->pl;
-                const int64_t base = ((n * s->h + ih0) * s->w + iw0) * s->c;
-                const size_t out = (size_t)(((n * s->oh + oh) * s->ow + ow_lo) * s->c);
-                if (j->fast == 2)
-                    interior_avx512(k, (const uint8_t *)x + base, j->rel, j->npairs, j->packed,
-                                    s->c, j->bias_adj, m, y, (int64_t)out, lo, hi,
-                                    ow_hi - ow_lo, k->sw * s->c, s->c);
-                else
-                    interior_avx2(k, (const uint8_t *)x + base, j->rel, j->npairs, j->packed,
-                                  j->blocks, j->bias_adj, m, y, (int64_t)out, lo, hi,
-                                  ow_hi - ow_lo, k->sw * s->c, s->c);
-            }
-#endif
-            for (int64_t ow = 0; ow < s->ow; ow++) {
-                const int64_t iw0 = ow * k->sw - k->pl;
-                const size_t out = (size_t)(((n * s->oh + oh) * s->ow + ow) * s->c);
-                const int64_t c0 = row_fast && ow >= ow_lo && ow < ow_hi ? j->interior_end : 0;
-                if (c0 == s->c)
-                    continue;
-                int ntaps = 0;
-                for (int64_t i = 0; i < s->kh; i++) {
-                    const int64_t ih = ih0 + i * k->dh;
-                    if (ih < 0 || ih >= s->h)
-                        continue;
-                    for (int64_t jj = 0; jj < s->kw; jj++) {
-                        const int64_t iw = iw0 + jj * k->dw;
-                        if (iw < 0 || iw >= s->w)
-                            continue;
-                        taps[ntaps] = ((n * s->h + ih) * s->w + iw) * s->c;
-                        tap_w[ntaps] = (i * s->kw + jj) * s->c;
-                        ntaps++;
-                    }
-                }
-                int64_t c = c0;
-#ifdef DW_X86
-                if (j->level >= 1 && have_avx2())
-                    c = pixel_avx2(k, s, x, w, bias, m, y, taps, tap_w, ntaps, out, c, lo, hi);
-#endif
-                pixel_scalar(k, s, x, w, bias, m, y, taps, tap_w, ntaps, out, c, lo, hi);
-            }
-        }
-    }
-    if (taps != small)
-        free(taps);
-}
-
-int dw_run(const DwParams *k, const Shape *s, const void *x, const int32_t *w,
-           const int32_t *bias, const float *m, void *y, int level) {
-    DwJob *j = dw_begin(k, s, x, w, bias, m, y, level, NULL);
-    if (j == NULL)
-        return -1;
-    dw_do_rows(j, 0, dw_rows_total(j));
-    dw_end(j);
-    return 0;
-}
