@@ -39,7 +39,8 @@ _HERE = Path(__file__).parent
 SOURCES = (_HERE / "dwconv.c", _HERE / "dw_arith.c", _HERE / "dw_job.c", _HERE / "f16round.c",
            _HERE / "affine.c", _HERE / "qconv.c", _HERE / "epilogue.c")
 HEADERS = (_HERE / "dw_arith.h", _HERE / "dw_paths.h", _HERE / "f16round.h", _HERE / "affine.h",
-           _HERE / "qconv.h", _HERE / "api_kernel.h", _HERE / "epilogue.h", _HERE / "ort_abi.h")
+           _HERE / "qconv.h", _HERE / "api_kernel.h", _HERE / "epilogue.h", _HERE / "cpu.h",
+           _HERE / "ort_abi.h")
 LIBRARY = "librknnrt_kernels.so"
 FLAGS = ("-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-ffp-contract=off", "-std=gnu99")
 

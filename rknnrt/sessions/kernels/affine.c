@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "api_kernel.h"
+#include "cpu.h"
 #include "affine.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -67,14 +68,6 @@ __attribute__((target("avx2"))) static void plane_avx2(const uint8_t *xp, uint8_
     plane_scalar(xp, yp, i, n, p, ac, bc);
 }
 
-static int has_avx2(void) {
-    static int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx2");
-    }
-    return known;
-}
 #endif
 
 static int max_level = 1; /* set by rknnrt_affine_max_level: the tests' scalar path */
@@ -86,7 +79,7 @@ void affine_run(const uint8_t *x, uint8_t *y, const float *p, const float *a, co
     for (int64_t plane = 0; plane < planes; plane++) {
         const float ac = a[plane % channels], bc = b[plane % channels];
 #if defined(__x86_64__) || defined(__i386__)
-        if (max_level >= 1 && has_avx2()) {
+        if (max_level >= 1 && cpu_avx2()) {
             plane_avx2(x + plane * size, y + plane * size, size, p, ac, bc);
             continue;
         }

@@ -1,6 +1,6 @@
 /* What this library's ops share: the kernel object of those that keep nothing but
  * onnxruntime's API table (f16round.c, affine.c), their common op fields, and reading a
- * node's attributes and a tensor's dimensions (every op). */
+ * node's attributes, running chunks on onnxruntime's threads and a tensor's dimensions. */
 
 #ifndef RKNNRT_API_KERNEL_H
 #define RKNNRT_API_KERNEL_H
@@ -48,6 +48,22 @@ static inline float attr_float(const OrtApi *api, const OrtKernelInfo *info, con
         return fallback;
     }
     return v;
+}
+
+/* fn(data, i) for every i < count: on onnxruntime's intra-op threads through `parallel` (its
+ * API table with KernelContext_ParallelFor, NULL from an older onnxruntime), else here, also
+ * for one chunk or when onnxruntime refuses (every chunk then runs here: each writes only its
+ * own outputs, so the values are the same). */
+static inline void run_chunks(const OrtApi *api, const OrtApi *parallel, OrtKernelContext *ctx,
+                              void (*fn)(void *, size_t), size_t count, void *data) {
+    if (parallel != NULL && count > 1) {
+        OrtStatus *failed = FN(parallel, KernelContext_ParallelFor)(ctx, fn, count, 0, data);
+        if (failed == NULL)
+            return;
+        FN(api, ReleaseStatus)(failed);
+    }
+    for (size_t i = 0; i < count; i++)
+        fn(data, i);
 }
 
 /* The dimensions of tensor `value` into dims (at most `most`) and their count into *rank:

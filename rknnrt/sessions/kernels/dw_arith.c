@@ -319,22 +319,4 @@ AVX512 void interior_avx512(const DwParams *k, const void *x, const int64_t *rel
     }
 }
 
-int have_avx512(void) {
-    static int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-    }
-    return known;
-}
-
-int have_avx2(void) {
-    static int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); /* epilogue.h */
-    }
-    return known;
-}
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dw_arith.h"
+#include "cpu.h"
 #include "dw_paths.h"
 
 /* One convolution's shared state: the (framed) input, the packed weights, the interior
@@ -99,9 +100,9 @@ DwJob *dw_begin(const DwParams *kp, const Shape *sp, const void *x, const int32_
     j->lo = (float)((k->y_signed ? -128 : 0) - k->yz);
     j->hi = (float)((k->y_signed ? 127 : 255) - k->yz);
 #ifdef DW_X86
-    if (level >= 2 && have_avx512())
+    if (level >= 2 && cpu_avx512_vnni())
         j->fast = 2;
-    else if (level >= 1 && have_avx2() && s->c >= 16)
+    else if (level >= 1 && cpu_avx2_fma() && s->c >= 16)
         j->fast = 1;
     /* On the AVX-512 path the input is first copied into a frame of padding holding xz, which
      * contributes (xz - xz) * w = 0 as a padded tap does: every pixel is then an interior one
@@ -221,7 +222,7 @@ void dw_do_rows(const DwJob *j, int64_t r0, int64_t r1) {
                 }
                 int64_t c = c0;
 #ifdef DW_X86
-                if (j->level >= 1 && have_avx2())
+                if (j->level >= 1 && cpu_avx2_fma())
                     c = pixel_avx2(k, s, x, w, bias, m, y, taps, tap_w, ntaps, out, c, lo, hi);
 #endif
                 pixel_scalar(k, s, x, w, bias, m, y, taps, tap_w, ntaps, out, c, lo, hi);

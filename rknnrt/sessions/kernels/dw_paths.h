@@ -23,9 +23,6 @@ void pack_interior(const Shape *s, const int32_t *w, const int32_t *bias, int64_
                    int npairs, int width, int16_t *packed, int32_t *bias_adj);
 
 #ifdef DW_X86
-int have_avx2(void);   /* with FMA (epilogue.h) */
-int have_avx512(void); /* F, BW, VL and VNNI */
-
 /* channels [c, C - C % 8) of one listed-tap pixel; returns where it stopped */
 int64_t pixel_avx2(const DwParams *k, const Shape *s, const void *x, const int32_t *w,
                    const int32_t *bias, const float *m, void *y, const int64_t *taps,

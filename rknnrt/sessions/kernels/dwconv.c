@@ -96,15 +96,7 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     /* rows in chunks over the session's intra-op threads (inline with one thread) */
     Chunks chunks = {job, dw_rows_total(job), 0};
     chunks.count = chunks.rows < 32 ? chunks.rows : 32;
-    OrtStatus *failed = NULL;
-    if (parallel_api != NULL && chunks.count > 1)
-        failed = FN(parallel_api, KernelContext_ParallelFor)(ctx, run_chunk, (size_t)chunks.count,
-                                                             0, &chunks);
-    if (parallel_api == NULL || chunks.count <= 1 || failed != NULL) {
-        if (failed != NULL)
-            FN(api, ReleaseStatus)(failed);
-        dw_do_rows(job, 0, chunks.rows); /* every row again: the same values */
-    }
+    run_chunks(api, parallel_api, ctx, run_chunk, (size_t)chunks.count, &chunks);
     dw_end(job);
 }
 

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "cpu.h"
 #include "epilogue.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -31,10 +32,9 @@ EXPORT void rknnrt_activation_run(const float *v, float *out, int64_t n, int kin
     const Epilogue e = {epilogue_kind(kind), alpha, beta, 1.0f}; /* / 1 is exact */
     int64_t i = 0;
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (level >= 2 && __builtin_cpu_supports("avx512f"))
+    if (level >= 2 && cpu_avx512f())
         i = run16(&e, v, out, n);
-    else if (level >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    else if (level >= 1 && cpu_avx2_fma())
         i = run8(&e, v, out, n);
 #else
     (void)level;

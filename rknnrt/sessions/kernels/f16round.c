@@ -17,6 +17,7 @@
 #endif
 
 #include "api_kernel.h"
+#include "cpu.h"
 #include "f16round.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -57,19 +58,11 @@ __attribute__((target("avx,f16c"))) static void round_f16c(const float *x, float
     }
 }
 
-static int has_f16c(void) {
-    static int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-    }
-    return known;
-}
 #endif
 
 EXPORT void f16round_run(const float *x, float *y, int64_t count, int level) {
 #ifdef F16_X86
-    if (level >= 1 && has_f16c()) {
+    if (level >= 1 && cpu_f16c()) {
         round_f16c(x, y, count);
         return;
     }

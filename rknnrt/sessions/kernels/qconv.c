@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "api_kernel.h"
+#include "cpu.h"
 #include "epilogue.h"
 #include "qconv.h"
 
@@ -143,16 +144,6 @@ static void rows_scalar(const QcJob *j, const uint8_t *a, int64_t lda, int64_t q
 
 #define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
-static int have_vnni(void) {
-    static int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-    }
-    return known;
-}
-
 VNNI static int32_t row_sum_vnni(const uint8_t *row, int64_t k) {
     __m512i s = _mm512_setzero_si512();
     int64_t i = 0;
@@ -252,10 +243,10 @@ VNNI static void rows_vnni(const QcJob *j, const uint8_t *a, int64_t lda, int64_
     }
 }
 #else
-static int have_vnni(void) { return 0; }
+static int cpu_avx512_vnni(void) { return 0; }
 #endif
 
-EXPORT int rknnrt_qconv_vnni(void) { return have_vnni(); }
+EXPORT int rknnrt_qconv_vnni(void) { return cpu_avx512_vnni(); }
 
 /* output pixels [q0, q1) */
 static void do_pixels(const QcJob *j, int64_t q0, int64_t q1) {
@@ -367,20 +358,12 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     j.corr = j.zneg + j.ocb * 16;
     j.m = (const float *)d[3];
     j.y = d[4];
-    j.vnni = max_level >= 1 && have_vnni();
+    j.vnni = max_level >= 1 && cpu_avx512_vnni();
     if (j.pixels <= 0)
         return;
     Chunks chunks = {&j, (j.pixels + TILE_PIXELS - 1) / TILE_PIXELS};
     chunks.count = chunks.count < 32 ? chunks.count : 32;
-    OrtStatus *failed = NULL;
-    if (parallel_api != NULL && chunks.count > 1)
-        failed = FN(parallel_api, KernelContext_ParallelFor)(ctx, run_chunk, (size_t)chunks.count,
-                                                             0, &chunks);
-    if (parallel_api == NULL || chunks.count <= 1 || failed != NULL) {
-        if (failed != NULL)
-            FN(api, ReleaseStatus)(failed);
-        do_pixels(&j, 0, j.pixels); /* every pixel again: the same values */
-    }
+    run_chunks(api, parallel_api, ctx, run_chunk, (size_t)chunks.count, &chunks);
 }
 
 typedef struct QcOp {
