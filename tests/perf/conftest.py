@@ -24,3 +24,48 @@ def library():
     handle.rknnrt_f16round_max_level(1)
     handle.rknnrt_affine_max_level(1)
     handle.rknnrt_qconv_max_level(1)
+
+
+def kernel_session(library, model, threads: int = 1):
+    """An onnxruntime session of `model` (a ModelProto using the library's ops) with the
+    library registered, `threads` intra-op threads."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.register_custom_ops_library(str(library[0]))
+    return ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"])  # fmt: skip
+
+
+def int8_network(name: str, folder, seed: int = 1) -> tuple[str, object]:
+    """(the path of tools/real_arch's `name` at test size converted to int8 for rk3588 by
+    rknnrt's toolkit in `folder`, calibrated on two uniform samples of a RandomState(seed),
+    and that generator, for the caller's inputs)."""
+    import numpy as np
+
+    from rknnrt.toolkit import RKNN
+    from tools.real_arch import catalog
+
+    shape = catalog.input_shape(name, test=True)
+    rng = np.random.RandomState(seed)
+    rknn = RKNN()
+    rknn.config(target_platform="rk3588")
+    rknn.load_onnx(catalog.build(name, test=True))
+    calib = [[rng.rand(*shape).astype(np.float32)] for _ in range(2)]
+    assert rknn.build(do_quantization=True, dataset=calib) == 0
+    path = str(folder / f"{name}.rknn")
+    assert rknn.export_rknn(path) == 0
+    return path, rng
+
+
+def infer_lite(path: str, inputs: list) -> list[list]:
+    """The outputs of the `.rknn` at `path` for each input (one RKNNLite, NCHW inputs)."""
+    from rknnrt.lite import RKNNLite
+
+    runtime = RKNNLite()
+    assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
+    try:
+        return [runtime.inference([x], data_format="nchw") for x in inputs]
+    finally:
+        runtime.release()

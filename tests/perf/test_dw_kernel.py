@@ -15,6 +15,7 @@ from rknnrt.core import switches
 from rknnrt.core.program import dw_kernel, int8_depthwise, whole
 from rknnrt.sessions import kernels
 
+from .conftest import infer_lite, int8_network, kernel_session
 from .test_int8_depthwise import CONFIGS, _exact, _inputs, _qdq_model
 
 RANGES = {"u8": (0, 255, np.uint8, TensorProto.UINT8), "s8": (-128, 127, np.int8, TensorProto.INT8)}
@@ -53,11 +54,7 @@ def _op_session(library, xt: str, yt: str, x_shape, w, bias, m, xz, yz, attrs, t
          numpy_helper.from_array(m, "m")])  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                     helper.make_opsetid(kernels.DOMAIN, 1)])
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.register_custom_ops_library(str(library[0]))
-    return ort.InferenceSession(model.SerializeToString(), options,
-                                providers=["CPUExecutionProvider"])  # fmt: skip
+    return kernel_session(library, model, threads)
 
 
 # (x type, y type, channels, H, W, kernel, stride, pads t/l/b/r, dilation)
@@ -261,20 +258,10 @@ def test_sessions_register_the_library_only_for_its_domain(library, monkeypatch)
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["mobilenetv2"])
 def test_network_identical_with_kernel_on_and_off(library, name, tmp_path, monkeypatch) -> None:
-    from rknnrt.toolkit import RKNN
     from tools.real_arch import catalog
 
-    from .test_int8_depthwise import _infer
-
     shape = catalog.input_shape(name, test=True)
-    rng = np.random.RandomState(2)
-    rknn = RKNN()
-    rknn.config(target_platform="rk3588")
-    rknn.load_onnx(catalog.build(name, test=True))
-    dataset = [[rng.rand(*shape).astype(np.float32)] for _ in range(2)]
-    assert rknn.build(do_quantization=True, dataset=dataset) == 0
-    path = str(tmp_path / f"{name}.rknn")
-    assert rknn.export_rknn(path) == 0
+    path, rng = int8_network(name, tmp_path, seed=2)
     inputs = [rng.rand(*shape).astype(np.float32) * 1.5 - 0.2 for _ in range(2)]
     emitted: list[int] = []
     original = int8_depthwise.rewrite
@@ -286,9 +273,9 @@ def test_network_identical_with_kernel_on_and_off(library, name, tmp_path, monke
 
     monkeypatch.setattr(int8_depthwise, "rewrite", rewrite)
     monkeypatch.setenv(switches.INT8_DW_KERNEL.name, "1")
-    on = _infer(path, inputs)
+    on = infer_lite(path, inputs)
     monkeypatch.setenv(switches.INT8_DW_KERNEL.name, "0")
-    off = _infer(path, inputs)
+    off = infer_lite(path, inputs)
     assert emitted[0] > 5 and emitted[-1] == 0
     for a_outputs, b_outputs in zip(on, off):
         for a, b in zip(a_outputs, b_outputs):

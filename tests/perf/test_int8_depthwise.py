@@ -9,9 +9,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from rknnrt.core.program import int8_depthwise, whole
-from rknnrt.lite import RKNNLite
-from rknnrt.toolkit import RKNN
 from tools.real_arch import catalog
+
+from .conftest import infer_lite, int8_network
 
 C, H = 24, 9
 
@@ -150,40 +150,20 @@ def test_external_weights_are_read_and_reported_unused() -> None:
     assert not any(t.name in unused for t in onnx.load_model_from_string(graph).graph.initializer)
 
 
-def _infer(path: str, inputs: list[np.ndarray]) -> list[list[np.ndarray]]:
-    runtime = RKNNLite()
-    assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
-    try:
-        return [runtime.inference([x], data_format="nchw") for x in inputs]
-    finally:
-        runtime.release()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["mobilenetv2", "mobilenetv3_small", "shufflenetv2"])
 def test_networks_run_identically_with_and_without(name, tmp_path, monkeypatch) -> None:
     shape = catalog.input_shape(name, test=True)
-    rng = np.random.RandomState(1)
-    rknn = RKNN()
-    rknn.config(target_platform="rk3588")
-    rknn.load_onnx(catalog.build(name, test=True))
-    assert (
-        rknn.build(
-            do_quantization=True, dataset=[[rng.rand(*shape).astype(np.float32)] for _ in range(2)]
-        )
-        == 0
-    )
-    path = str(tmp_path / f"{name}.rknn")
-    assert rknn.export_rknn(path) == 0
+    path, rng = int8_network(name, tmp_path)
     inputs = [rng.rand(*shape).astype(np.float32) * 1.5 - 0.2 for _ in range(2)]
     counts: list[int] = []
     original = int8_depthwise.depthwise_as_float
     monkeypatch.setattr(int8_depthwise, "depthwise_as_float",
                         lambda g, w: counts.append(original(g, w)) or counts[-1])  # fmt: skip
-    fast = _infer(path, inputs)
+    fast = infer_lite(path, inputs)
     assert counts and counts[0] > 0
     monkeypatch.setenv("RKNNRT_INT8_DEPTHWISE", "0")
-    plain = _infer(path, inputs)
+    plain = infer_lite(path, inputs)
     for f, p in zip(fast, plain):
         for a, b in zip(f, p):
             assert np.ptp(a) > 0

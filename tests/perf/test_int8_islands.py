@@ -12,6 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 from rknnrt.core import switches
 from rknnrt.core.program import int8_islands, whole
 
+from .conftest import infer_lite, int8_network
+
 H = 9
 XS, XZ = 0.043, 131
 
@@ -310,28 +312,14 @@ def test_networks_give_the_same_bytes_with_parts_everywhere(name, tmp_path,
                                                              monkeypatch) -> None:  # fmt: skip
     """On a real architecture (SiLU/HardSwish/SE convs, the classifier's Gemm), the one-product
     path and the int32 sum of parts (a bound of 2^20 splits a third of them) agree bit for bit."""
-    from rknnrt.lite import RKNNLite
-    from rknnrt.toolkit import RKNN
     from tools.real_arch import catalog
 
+    path, rng = int8_network(name, tmp_path)
     shape = catalog.input_shape(name, test=True)
-    rng = np.random.RandomState(1)
-    rknn = RKNN()
-    rknn.config(target_platform="rk3588")
-    rknn.load_onnx(catalog.build(name, test=True))
-    calib = [[rng.rand(*shape).astype(np.float32)] for _ in range(2)]
-    assert rknn.build(do_quantization=True, dataset=calib) == 0
-    path = str(tmp_path / f"{name}.rknn")
-    assert rknn.export_rknn(path) == 0
     x = rng.rand(*shape).astype(np.float32) * 1.5 - 0.2
 
     def infer() -> list[np.ndarray]:
-        runtime = RKNNLite()
-        assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
-        try:
-            return runtime.inference([x], data_format="nchw")
-        finally:
-            runtime.release()
+        return infer_lite(path, [x])[0]
 
     counts: list[int] = []
     original = int8_islands.islands_as_integers

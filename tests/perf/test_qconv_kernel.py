@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
@@ -15,6 +14,7 @@ from rknnrt.core import switches
 from rknnrt.core.program import int8_islands, qconv_kernel, whole
 from rknnrt.sessions import kernels
 
+from .conftest import infer_lite, int8_network, kernel_session
 from .test_int8_islands import CONFIGS, _inputs, _matrix_model, _model
 
 TYPES = {"u8": (TensorProto.UINT8, 0, 255), "s8": (TensorProto.INT8, -128, 127),
@@ -87,11 +87,7 @@ def _op_session(library, case, centred, bias, m, xz, yz, threads: int = 1):
             "y", TYPES[y][0], None)], inits)  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                     helper.make_opsetid(kernels.DOMAIN, 1)])
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.register_custom_ops_library(str(library[0]))
-    return ort.InferenceSession(model.SerializeToString(), options,
-                                providers=["CPUExecutionProvider"])  # fmt: skip
+    return kernel_session(library, model, threads)
 
 
 def _has_vnni(library) -> bool:
@@ -265,32 +261,19 @@ def test_networks_give_the_same_bytes_on_the_kernel(kernel_on, name, tmp_path,
                                                     monkeypatch) -> None:  # fmt: skip
     """A whole int8 program (SiLU convs, SE convs, attention Gemms/MatMuls) with the kernel and
     without it: the same output bytes."""
-    from rknnrt.lite import RKNNLite
-    from rknnrt.toolkit import RKNN
     from tools.real_arch import catalog
 
+    path, rng = int8_network(name, tmp_path)
     shape = catalog.input_shape(name, test=True)
-    rng = np.random.RandomState(1)
-    rknn = RKNN()
-    rknn.config(target_platform="rk3588")
-    rknn.load_onnx(catalog.build(name, test=True))
-    assert rknn.build(do_quantization=True,
-                      dataset=[[rng.rand(*shape).astype(np.float32)] for _ in range(2)]) == 0
-    path = str(tmp_path / f"{name}.rknn")
-    assert rknn.export_rknn(path) == 0
     x = rng.rand(*shape).astype(np.float32)
     made: list[int] = []
     original = qconv_kernel.nodes
     monkeypatch.setattr(qconv_kernel, "nodes", lambda *a: made.append(1) or original(*a))
 
     def infer(on: str) -> list[np.ndarray]:
-        with switches.override(switches.INT8_CONV_KERNEL, on):
-            runtime = RKNNLite()
-            assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
-        try:
-            return runtime.inference([x], data_format="nchw")
-        finally:
-            runtime.release()
+        with monkeypatch.context() as patch:
+            patch.setenv(switches.INT8_CONV_KERNEL.name, on)
+            return infer_lite(path, [x])[0]
 
     fast, plain = infer("1"), infer("0")
     assert len(made) > 3
