@@ -5,6 +5,8 @@ same outputs with and without it, and where it cannot run the Cast pairs stay.""
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -16,6 +18,7 @@ from rknnrt.core.program import dw_kernel, fp16_round, whole
 from rknnrt.lite import RKNNLite
 from rknnrt.sessions import factory, kernels
 
+from .conftest import kernel_session
 from .models import hardswish_like, inverted_residual_like, scaled_matmul_like
 from .test_fp16_layout import _fp16_build
 
@@ -217,3 +220,51 @@ def test_plain_programs_give_the_same_bits_with_the_kernel(library, name, tmp_pa
     with_kernel, rounded = _run(path, x, monkeypatch, True)
     pairs, _ = _run(path, x, monkeypatch, False)
     assert rounded >= 1 and with_kernel == pairs
+
+
+def _in_place_runs(library) -> int:
+    count = library[1].rknnrt_f16round_in_place_runs
+    count.restype = ctypes.c_int64
+    return count()
+
+
+def _round_between(later_reader: bool) -> onnx.ModelProto:
+    """x -> Relu -> a -> RoundFloat16 -> b -> Relu -> y, no shapes recorded; with
+    `later_reader`, y = Relu(b) + a (a is read after the rounding)."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"]),
+             helper.make_node(fp16_round.OP, ["a"], ["b"], domain=kernels.DOMAIN),
+             helper.make_node("Relu", ["b"], ["c" if later_reader else "y"])]  # fmt: skip
+    if later_reader:
+        nodes.append(helper.make_node("Add", ["c", "a"], ["y"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                         [3, 1001])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 1001])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid(kernels.DOMAIN, 1)])
+
+
+@pytest.mark.skipif(tuple(map(int, ort.get_version_string().split(".")[:2])) < (1, 18),
+                    reason="onnxruntime before 1.18 has no in-place custom ops: fresh outputs")
+def test_the_rounding_takes_its_inputs_buffer_only_where_nothing_reads_it_later(
+        library, tmp_path) -> None:  # fmt: skip
+    x = (np.random.RandomState(3).rand(3, 1001) * 8 - 2).astype(np.float32)
+    rounded = np.maximum(x, 0).astype(np.float16).astype(np.float32)
+    before = _in_place_runs(library)
+    y = kernel_session(library, _round_between(False)).run(None, {"x": x})[0]
+    assert y.tobytes() == rounded.tobytes()
+    assert _in_place_runs(library) == before + 1  # no shapes recorded: the op says them
+    y = kernel_session(library, _round_between(True)).run(None, {"x": x})[0]
+    assert y.tobytes() == (rounded + np.maximum(x, 0)).tobytes()  # `a` left unrounded
+    assert (rounded != np.maximum(x, 0)).sum() > 1000
+    assert _in_place_runs(library) == before + 1  # a fresh output there
+    model = inverted_residual_like()
+    path, _ = _fp16_build(model, tmp_path)  # a laid-out program
+    dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    runtime = RKNNLite()
+    assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
+    try:
+        runtime.inference([np.random.RandomState(4).rand(*dims).astype(np.float32)],
+                          data_format="nchw")  # fmt: skip
+    finally:
+        runtime.release()
+    assert _in_place_runs(library) >= before + 3

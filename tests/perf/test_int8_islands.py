@@ -28,7 +28,8 @@ def _float_convs(monkeypatch):
 def _model(configs: list[dict], seed: int = 0) -> onnx.ModelProto:
     """One uint8 input of 16 channels; per config an int8 QDQ conv (per-channel or one weight
     zero point, int32 bias on the xs * ws grid) whose float output goes through `tail` (a
-    SiLU, a Sigmoid, an Add of the input, or nothing) before it is quantised."""
+    SiLU, a Sigmoid, an Add of the input, or nothing) before it is quantised. A config's
+    "cin" below 16 convolves the input's first channels (a stem's depth)."""
     rng = np.random.RandomState(seed)
     inits, nodes, outputs = [], [], []
 
@@ -39,7 +40,14 @@ def _model(configs: list[dict], seed: int = 0) -> onnx.ModelProto:
     xs, xz = const("xs", np.array(XS, np.float32)), const("xz", np.array(XZ, np.uint8))
     nodes.append(helper.make_node("DequantizeLinear", ["x", xs, xz], ["xd"]))
     for k, cfg in enumerate(configs):
-        cin, cout, group = 16, cfg.get("cout", 8), cfg.get("group", 1)
+        cin, cout, group = cfg.get("cin", 16), cfg.get("cout", 8), cfg.get("group", 1)
+        xd = "xd"
+        if cin != 16:
+            xd = f"xd{k}"
+            nodes.append(helper.make_node("Slice", ["x", const(f"c0{k}", np.array([0])),
+                                                    const(f"c1{k}", np.array([cin])),
+                                                    const(f"ax{k}", np.array([1]))], [f"x{k}"]))
+            nodes.append(helper.make_node("DequantizeLinear", [f"x{k}", xs, xz], [xd]))
         ks, stride = cfg.get("k", 3), cfg.get("s", 1)
         if group == "dw":
             group = cout = cin
@@ -59,7 +67,7 @@ def _model(configs: list[dict], seed: int = 0) -> onnx.ModelProto:
         nodes.append(helper.make_node("DequantizeLinear", [
             const(f"b{k}", bias), const(f"bs{k}", bscale),
             const(f"bz{k}", np.zeros(cout, np.int32))], [f"bd{k}"], axis=0))  # fmt: skip
-        nodes.append(helper.make_node("Conv", ["xd", f"wd{k}", f"bd{k}"], [f"c{k}"], group=group,
+        nodes.append(helper.make_node("Conv", [xd, f"wd{k}", f"bd{k}"], [f"c{k}"], group=group,
                                       kernel_shape=[ks, ks], strides=[stride] * 2,
                                       pads=[ks // 2] * 4))  # fmt: skip
         src, tail = f"c{k}", cfg.get("tail", "silu")

@@ -143,6 +143,7 @@ def test_packing_keeps_every_weight_within_int8() -> None:
     assert not flat[37:].any() and not flat[:, 29:].any()
     assert z[0] == -128 + 255 and z[1] == 127 - 255  # the only choices within int8
     assert not qconv_kernel.takes(np.full((2, 3, 3, 3), 255), None, 255)  # a stem's depth
+    assert qconv_kernel.takes(np.full((2, 3, 3, 3), 255), None, 255, stored_int8=True)
     assert not qconv_kernel.takes(np.full((1, 40000, 1, 1), 255), None, 255)  # beyond int32
     assert qconv_kernel.takes(np.full((1, 8000, 1, 1), 255), None, 255)
     assert not qconv_kernel.takes(np.array([[-1, 255]]), None, 255)  # no int8 s - z spans it
@@ -186,6 +187,31 @@ def test_islands_on_the_kernel_equal_the_float_convs(kernel_on, monkeypatch) -> 
         for k, (a, b) in enumerate(zip(a_session.run(None, {"x": x}),
                                        b_session.run(None, {"x": x}))):  # fmt: skip
             assert np.ptp(a.astype(np.float64)) > 10, k
+            assert a.tobytes() == b.tobytes(), k
+
+
+def test_stems_go_on_the_kernel_only_where_their_output_is_stored_in_int8(kernel_on,
+                                                                         monkeypatch) -> None:
+    """3-channel windowed convs: stored through a HardSwish or SiLU they run on the kernel with
+    the activation in its pass; kept in float32 (a Sigmoid and the graph's outputs read it) a
+    stem stays a float conv; a Conv -> QuantizeLinear stays onnxruntime's QLinearConv (27
+    products: shallow, but a stem)."""
+    configs = [{"cin": 3, "cout": 16, "s": 2, "tail": "hardswish", "fusable": True, "ys": 0.03},
+               {"cin": 3, "cout": 8, "tail": "silu", "fusable": True, "ys": 0.02},
+               {"cin": 4, "cout": 8, "k": 3, "tail": "sigmoid", "ys": 0.004},
+               {"cin": 3, "cout": 8, "k": 3, "tail": "quantize"}]  # fmt: skip
+    model = _model(configs)
+    on, off = _two_ways(model, monkeypatch)
+    kernel = {n.output[0].split("__")[0] for n in on.graph.node
+              if n.op_type.startswith("ConvInt8_")}  # fmt: skip
+    assert kernel == {"y0", "y1"} and _dense_ops(off) == 0
+    assert sum(n.op_type == "Conv" for n in on.graph.node) == 2  # the Sigmoid's, QLinearConv's
+    a_session = whole.open_program(on.SerializeToString())
+    b_session = whole.open_program(off.SerializeToString())
+    for x in _inputs():
+        for k, (a, b) in enumerate(zip(a_session.run(None, {"x": x}),
+                                       b_session.run(None, {"x": x}))):  # fmt: skip
+            assert np.ptp(a.astype(np.int64)) > 20, k
             assert a.tobytes() == b.tobytes(), k
 
 

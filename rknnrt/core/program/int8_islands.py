@@ -298,7 +298,8 @@ def _on_kernel(g: _Lookup, node, found: dict, taken: set[str], depthwise_on: boo
     if depthwise:
         made = dw_kernel.nodes(node, found["x_dq"].input[0], x_type, int(xz), out, y_type, zero,
                                w, found["bias"], m, f"{out}__int", taken, act)  # fmt: skip
-    elif x_type != _UINT8 or not qconv_kernel.takes(w, found["bias"], found["reach"]) or (
+    elif x_type != _UINT8 or not qconv_kernel.takes(
+            w, found["bias"], found["reach"], y_type != _FLOAT and not found["fused"]) or (
             node.op_type == "MatMul" and _rank(g, node.output[0]) < 2):  # fmt: skip
         return None  # (the kernel's rows need a MatMul's input of rank 2 or more)
     else:

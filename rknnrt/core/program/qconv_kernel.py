@@ -72,13 +72,18 @@ def pack(centred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(packed), z
 
 
-def takes(centred: np.ndarray, bias: np.ndarray | None, reach: int) -> bool:
+def takes(centred: np.ndarray, bias: np.ndarray | None, reach: int,
+          stored_int8: bool = False) -> bool:  # fmt: skip
     """Whether the kernel takes weights `centred` (OC, ...): every accumulator within int32
     for inputs at most `reach` steps from their zero point (its sums wrap otherwise), and not
-    a windowed conv of fewer than 8 input channels (a stem: gathering windows of 3 bytes costs
-    more than onnxruntime's float conv of such a depth, 0.38 vs 0.28 ms at 224x224x3), and
-    each channel's weights within 255 of each other (pack's int8 s)."""
-    if centred.ndim == 4 and centred.shape[1] < 8 and centred.shape[2] * centred.shape[3] > 1:
+    a windowed conv of fewer than 8 input channels (a stem) unless its output is stored in
+    int8 (`stored_int8`), and each channel's weights within 255 of each other (pack's int8 s).
+    A stem's windows of 3 bytes cost more to gather than onnxruntime's float conv of such a
+    depth takes (0.38 vs 0.28 ms at 224x224x3 with a float output), but its float path then
+    also runs the activation and QuantizeLinear as passes over the float tensor, which the
+    kernel does in its own pass (HardSwish stems: 0.53-0.93x the float chain's time)."""
+    if centred.ndim == 4 and centred.shape[1] < 8 and centred.shape[2] * centred.shape[3] > 1 \
+            and not stored_int8:  # fmt: skip
         return False
     flat = centred.reshape(centred.shape[0], -1)
     if (flat.max(axis=1, initial=0) - flat.min(axis=1, initial=0)).max(initial=0) > 255:

@@ -186,7 +186,7 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
     for (int i = 0; !st && i < 6; i++)
         st = FN(api, CustomOpDomain_Add)(domain, &ops[i].base);
     if (!st)
-        st = FN(api, CustomOpDomain_Add)(domain, f16round_op());
+        st = FN(api, CustomOpDomain_Add)(domain, f16round_op(base));
     if (!st)
         st = FN(api, CustomOpDomain_Add)(domain, affine_op());
     qconv_set_parallel_api(parallel_api);

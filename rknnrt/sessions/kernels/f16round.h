@@ -7,8 +7,9 @@
 
 #include "ort_abi.h"
 
-/* the op `rknnrt.kernels::RoundFloat16` */
-const CustomOp *f16round_op(void);
+/* the op `rknnrt.kernels::RoundFloat16`: declared at version 18, its output allowed to take
+ * its input's buffer, where this onnxruntime has that version's API */
+const CustomOp *f16round_op(const OrtApiBase *base);
 
 /* y[i] = float32(float16(x[i])), ties to even; `level`: 0 scalar, 1 F16C (when the CPU has it) */
 void f16round_run(const float *x, float *y, int64_t count, int level);

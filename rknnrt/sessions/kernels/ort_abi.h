@@ -7,7 +7,12 @@
  * onnxruntime, which exercises every one). OrtCustomOp's `version` says which of its fields
  * onnxruntime may read: at 8, the first twelve (types, compute, destroy, and the inputs' and
  * outputs' characteristics, which onnxruntime's schema check calls at any version); the
- * fields added later (memory types from 13, variadic arity from 14, ...) stay NULL. */
+ * fields added later (memory types from 13, variadic arity from 14, ...) stay NULL. One op
+ * declares version 18 where onnxruntime has it, to say that its output may take its input's
+ * buffer (GetMayInplace, f16round.c), which onnxruntime's planner grants only where it knows
+ * both shapes equal (so the op also says its output's shape: InferOutputShapeFn). At 13 and
+ * above onnxruntime calls GetInputMemoryType for every input; the other fields from 14 on it
+ * reads only when set (the variadic ones only for variadic inputs, which no op here has). */
 
 #ifndef RKNNRT_ORT_ABI_H
 #define RKNNRT_ORT_ABI_H
@@ -23,6 +28,7 @@ typedef struct OrtKernelInfo OrtKernelInfo;
 typedef struct OrtSessionOptions OrtSessionOptions;
 typedef struct OrtCustomOpDomain OrtCustomOpDomain;
 typedef struct OrtTensorTypeAndShapeInfo OrtTensorTypeAndShapeInfo;
+typedef struct OrtShapeInferContext OrtShapeInferContext;
 
 typedef struct OrtApiBase {
     const OrtApi *(*GetApi)(uint32_t version);
@@ -42,6 +48,7 @@ enum {
     API_GetTensorMutableData = 51,
     API_GetDimensionsCount = 61,
     API_GetDimensions = 62,
+    API_GetSymbolicDimensions = 63,
     API_GetTensorTypeAndShape = 65,
     API_KernelInfoGetAttribute_float = 85,
     API_KernelInfoGetAttribute_int64 = 86,
@@ -55,6 +62,10 @@ enum {
  * kernel runs on the calling thread) */
 #define API_KernelContext_ParallelFor 274
 #define API_VERSION_PARALLEL 20
+/* entries of version 17, used through GetApi(18) by the op that declares version 18 */
+#define API_ShapeInferContext_GetInputTypeShape 268
+#define API_ShapeInferContext_SetOutputTypeShape 270
+#define API_SetSymbolicDimensions 271
 
 typedef OrtStatus *(*CreateStatus_f)(int code, const char *msg);
 typedef OrtStatus *(*CreateCustomOpDomain_f)(const char *domain, OrtCustomOpDomain **out);
@@ -78,12 +89,23 @@ typedef OrtStatus *(*KernelContext_GetOutput_f)(OrtKernelContext *ctx, size_t in
 typedef OrtStatus *(*KernelContext_ParallelFor_f)(const OrtKernelContext *ctx,
                                                   void (*fn)(void *data, size_t index),
                                                   size_t total, size_t num_batch, void *data);
+typedef OrtStatus *(*ShapeInferContext_GetInputTypeShape_f)(const OrtShapeInferContext *ctx,
+                                                            size_t index,
+                                                            OrtTensorTypeAndShapeInfo **info);
+typedef OrtStatus *(*ShapeInferContext_SetOutputTypeShape_f)(const OrtShapeInferContext *ctx,
+                                                             size_t index,
+                                                             const OrtTensorTypeAndShapeInfo *info);
+typedef OrtStatus *(*GetSymbolicDimensions_f)(const OrtTensorTypeAndShapeInfo *info,
+                                              const char *dim_params[], size_t count);
+typedef OrtStatus *(*SetSymbolicDimensions_f)(OrtTensorTypeAndShapeInfo *info,
+                                              const char *dim_params[], size_t count);
 typedef void (*ReleaseStatus_f)(OrtStatus *status);
 typedef void (*ReleaseTensorTypeAndShapeInfo_f)(OrtTensorTypeAndShapeInfo *info);
 
 #define FN(api, name) ((name##_f)(((void *const *)(api))[API_##name]))
 
-/* OrtCustomOp: the fields up to KernelDestroy, then the later ones left NULL */
+/* OrtCustomOp: the fields up to the characteristics (version 8), then the later ones in
+ * onnxruntime_c_api.h's order */
 typedef struct CustomOp {
     uint32_t version;
     void *(*CreateKernel)(const struct CustomOp *op, const OrtApi *api, const OrtKernelInfo *info);
@@ -97,7 +119,15 @@ typedef struct CustomOp {
     void (*KernelDestroy)(void *kernel);
     int (*GetInputCharacteristic)(const struct CustomOp *op, size_t index);
     int (*GetOutputCharacteristic)(const struct CustomOp *op, size_t index);
-    void *later[24]; /* fields of later versions: never read at version 8 */
+    int (*GetInputMemoryType)(const struct CustomOp *op, size_t index); /* 13 */
+    void *variadic_and_v2[5]; /* 14-16: variadic arity and homogeneity, CreateKernelV2 */
+    void *KernelComputeV2;                                                     /* 16 */
+    OrtStatus *(*InferOutputShapeFn)(const struct CustomOp *op, OrtShapeInferContext *ctx);
+    void *GetStartVersion, *GetEndVersion;                                     /* 17 */
+    size_t (*GetMayInplace)(int **input_index, int **output_index);           /* 18 */
+    void (*ReleaseMayInplace)(int *input_index, int *output_index);
+    void *alias_map[2];
+    void *later[8]; /* fields of versions after 18: never read at the versions used */
 } CustomOp;
 
 typedef struct DwOp {
