@@ -176,18 +176,24 @@ def _dense_ops(model: onnx.ModelProto) -> int:
     return sum(n.op_type.startswith("ConvInt8_") for n in model.graph.node)
 
 
-def test_islands_on_the_kernel_equal_the_float_convs(kernel_on, monkeypatch) -> None:
-    model = _model(CONFIGS)
-    on, off = _two_ways(model, monkeypatch)
-    dense = [c for c in CONFIGS if c.get("group", 1) == 1]
-    assert _dense_ops(on) == len(dense) and _dense_ops(off) == 0
+def _same_outputs(on: onnx.ModelProto, off: onnx.ModelProto, spread: float) -> None:
+    """Both graphs' programs give the same bytes on _inputs(), each output spread over more
+    than `spread` (its values, as float64)."""
     a_session = whole.open_program(on.SerializeToString())
     b_session = whole.open_program(off.SerializeToString())
     for x in _inputs():
         for k, (a, b) in enumerate(zip(a_session.run(None, {"x": x}),
                                        b_session.run(None, {"x": x}))):  # fmt: skip
-            assert np.ptp(a.astype(np.float64)) > 10, k
+            assert np.ptp(a.astype(np.float64)) > spread, k
             assert a.tobytes() == b.tobytes(), k
+
+
+def test_islands_on_the_kernel_equal_the_float_convs(kernel_on, monkeypatch) -> None:
+    model = _model(CONFIGS)
+    on, off = _two_ways(model, monkeypatch)
+    dense = [c for c in CONFIGS if c.get("group", 1) == 1]
+    assert _dense_ops(on) == len(dense) and _dense_ops(off) == 0
+    _same_outputs(on, off, 10)
 
 
 def test_stems_go_on_the_kernel_only_where_their_output_is_stored_in_int8(kernel_on,
@@ -206,13 +212,7 @@ def test_stems_go_on_the_kernel_only_where_their_output_is_stored_in_int8(kernel
               if n.op_type.startswith("ConvInt8_")}  # fmt: skip
     assert kernel == {"y0", "y1"} and _dense_ops(off) == 0
     assert sum(n.op_type == "Conv" for n in on.graph.node) == 2  # the Sigmoid's, QLinearConv's
-    a_session = whole.open_program(on.SerializeToString())
-    b_session = whole.open_program(off.SerializeToString())
-    for x in _inputs():
-        for k, (a, b) in enumerate(zip(a_session.run(None, {"x": x}),
-                                       b_session.run(None, {"x": x}))):  # fmt: skip
-            assert np.ptp(a.astype(np.int64)) > 20, k
-            assert a.tobytes() == b.tobytes(), k
+    _same_outputs(on, off, 20)
 
 
 def test_shallow_fused_convs_go_on_the_kernel_with_qlinearconvs_bytes(kernel_on,
@@ -231,12 +231,7 @@ def test_shallow_fused_convs_go_on_the_kernel_with_qlinearconvs_bytes(kernel_on,
 
     dw_kernel.import_domain(on)
     assert _dense_ops(on) == 2 and sum(n.op_type == "Conv" for n in on.graph.node) == 1
-    a_session = whole.open_program(on.SerializeToString())
-    b_session = whole.open_program(off.SerializeToString())  # QLinearConvs
-    for x in _inputs():
-        for k, (a, b) in enumerate(zip(a_session.run(None, {"x": x}),
-                                       b_session.run(None, {"x": x}))):  # fmt: skip
-            assert np.ptp(a) > 50 and a.tobytes() == b.tobytes(), k
+    _same_outputs(on, off, 50)  # off: QLinearConvs
 
 
 @pytest.mark.parametrize("op, trans_b", [("Gemm", 1), ("Gemm", 0), ("MatMul", 0)])
