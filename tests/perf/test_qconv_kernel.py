@@ -53,17 +53,22 @@ CASES = [
     (64, 65, 8, 8, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "u8"),  # K = 576, 5 channel blocks
     (8, 5, 5, 3, (1, 1), (2, 1), (0, 0, 0, 0), (1, 1), "s8"),  # strided 1x1, fewer than 6 rows
     (12, 40, 9, 8, (3, 5), (2, 1), (1, 0, 1, 2), (1, 2), "f"),  # asymmetric everything
+    (3, 24, 23, 21, (7, 7), (2, 2), (3, 3, 3, 3), (1, 1), "u8"),  # 21-byte window rows
+    (3, 16, 20, 20, (6, 6), (2, 2), (2, 2, 2, 2), (1, 1), "s8"),  # a YOLOv5 stem's 18
+    (16, 20, 9, 10, (3, 4), (1, 1), (1, 1, 1, 2), (1, 1), "u8"),  # 64: four 16-byte copies
 ]
 
 
-def _arrays(case, seed: int):
+def _arrays(case, seed: int, symmetric: bool = False):
+    """(x, centred, bias, m, xz, yz); `symmetric`: weight zero points 0 and weights within int8
+    (the kernel's weights need no zero point then and it skips the row sums)."""
     c, oc, h, w, (kh, kw), *_, y = case
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 256, (2, h, w, c)).astype(np.uint8)
     x[0, 0] = 0  # extremes: sums at both ends
     x[1, -1] = 255
-    weights = rng.integers(-128, 128, (oc, c, kh, kw))
-    wz = rng.integers(-128, 128, oc)
+    weights = rng.integers(-127 if symmetric else -128, 128, (oc, c, kh, kw))
+    wz = np.zeros(oc, np.int64) if symmetric else rng.integers(-128, 128, oc)
     centred = weights - wz[:, None, None, None]  # w - wz spans [-255, 255]
     bias = rng.integers(-20000, 20001, oc)
     # m: saturating, mid-range, and 1/8, at which sums of 4 mod 8 are exact .5s: ties
@@ -97,10 +102,13 @@ def _has_vnni(library) -> bool:
 @pytest.mark.parametrize("case", CASES,
                          ids=lambda c: f"c{c[0]}-oc{c[1]}-k{c[4][0]}{c[4][1]}-{c[8]}")
 @pytest.mark.parametrize("level", [1, 0], ids=["vnni", "scalar"])
-def test_op_matches_int64_reference(library, case, level) -> None:
+@pytest.mark.parametrize("symmetric", [False, True], ids=["zw", "z0"])
+def test_op_matches_int64_reference(library, case, level, symmetric) -> None:
     if level == 1 and not _has_vnni(library):
         pytest.skip("this CPU has no AVX-512 VNNI (the scalar case covers the op here)")
-    x, centred, bias, m, xz, yz = _arrays(case, seed=case[0] * 7 + case[1])
+    x, centred, bias, m, xz, yz = _arrays(case, seed=case[0] * 7 + case[1], symmetric=symmetric)
+    flat = centred.transpose(0, 2, 3, 1).reshape(centred.shape[0], -1)
+    assert (qconv_kernel.pack(flat)[1] == 0).all() == symmetric
     library[1].rknnrt_qconv_max_level(level)
     try:
         got = _op_session(library, case, centred, bias, m, xz, yz).run(

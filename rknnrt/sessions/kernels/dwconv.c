@@ -30,6 +30,7 @@
 #include "dw_arith.h"
 #include "affine.h"
 #include "api_kernel.h"
+#include "bytemap.h"
 #include "f16round.h"
 #include "ort_abi.h"
 #include "qconv.h"
@@ -189,6 +190,8 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
         st = FN(api, CustomOpDomain_Add)(domain, f16round_op(base));
     if (!st)
         st = FN(api, CustomOpDomain_Add)(domain, affine_op());
+    for (int i = 0; !st && i < BYTEMAP_OPS; i++)
+        st = FN(api, CustomOpDomain_Add)(domain, bytemap_op(i));
     qconv_set_parallel_api(parallel_api);
     for (int i = 0; !st && i < QCONV_OPS; i++)
         st = FN(api, CustomOpDomain_Add)(domain, qconv_op(i));

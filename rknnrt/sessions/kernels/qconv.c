@@ -33,85 +33,18 @@
 #include "cpu.h"
 #include "epilogue.h"
 #include "qconv.h"
+#include "qconv_job.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define TILE_PIXELS 48 /* rows gathered at a time: a multiple of the 6-pixel micro-tile */
-
-typedef struct QcParams {
-    int64_t kh, kw, oc, xz, yz, sh, sw, pt, pl, pb, pr, dh, dw;
-    int y_type;
-    Epilogue act; /* kind set: y = requantised act(float(acc) * m) / ys (epilogue.h) */
-} QcParams;
 
 typedef struct QcKernel {
     const OrtApi *api;
     QcParams p;
 } QcKernel;
 
-typedef struct QcJob {
-    const QcParams *p;
-    int64_t h, w, c, oh, ow, k, k4, ocb, pixels;
-    int direct; /* the rows are x itself: a 1x1 conv without strides or pads, C % 4 == 0 */
-    const uint8_t *x;
-    const int8_t *wp;
-    const int32_t *zneg, *corr;
-    const float *m;
-    void *y;
-    int vnni;
-} QcJob;
-
 static int max_level = 1; /* set by rknnrt_qconv_max_level: the tests' scalar path */
 
 EXPORT void rknnrt_qconv_max_level(int level) { max_level = level; }
-
-/* rows of output pixels q .. q + count - 1, lda bytes apart: each window's bytes in (kh, kw,
- * c) order, xz outside the image, zero up to a multiple of 4. A window row inside the image is
- * one copy; up to 64 bytes, whole 16-byte copies where the input has the bytes (a stem's 3
- * channels x 3: the bytes beyond the row are overwritten by the next copy or the zero fill, or
- * lie in the next row or the buffer's slack, ROW_SLACK). The pixel's place advances without
- * divisions. A 3x3 stem of 3 channels at 224x224: 0.25 -> 0.21 ms (one thread). */
-#define ROW_SLACK 16
-static void gather_rows(const QcJob *j, int64_t q, int64_t count, uint8_t *rows, int64_t lda) {
-    const QcParams *p = j->p;
-    const int64_t per_image = j->oh * j->ow;
-    int64_t n = q / per_image, r = q % per_image, oy = r / j->ow, ox = r % j->ow;
-    const size_t span = (size_t)(p->kw * j->c); /* a window row, when dense and inside */
-    const int64_t total = j->pixels / per_image * j->h * j->w * j->c; /* the input's bytes */
-    const size_t chunks16 = span <= 64 ? (span + 15) / 16 : 0; /* a short row in 16-byte copies */
-    for (int64_t i = 0; i < count; i++) {
-        uint8_t *row = rows + i * lda, *at = row;
-        const int64_t ix0 = ox * p->sw - p->pl, ix1 = ix0 + (p->kw - 1) * p->dw;
-        const int inside_x = p->dw == 1 && ix0 >= 0 && ix1 < j->w;
-        for (int64_t ky = 0; ky < p->kh; ky++) {
-            const int64_t iy = oy * p->sh - p->pt + ky * p->dh;
-            if (inside_x && iy >= 0 && iy < j->h) {
-                const int64_t from = ((n * j->h + iy) * j->w + ix0) * j->c;
-                if (chunks16 && from + chunks16 * 16 <= total)
-                    for (size_t b = 0; b < chunks16; b++)
-                        memcpy(at + b * 16, j->x + from + b * 16, 16);
-                else
-                    memcpy(at, j->x + from, span);
-                at += span;
-                continue;
-            }
-            for (int64_t kx = 0; kx < p->kw; kx++, at += j->c) {
-                const int64_t ix = ix0 + kx * p->dw;
-                if (iy < 0 || iy >= j->h || ix < 0 || ix >= j->w)
-                    memset(at, (int)p->xz, (size_t)j->c);
-                else
-                    memcpy(at, j->x + ((n * j->h + iy) * j->w + ix) * j->c, (size_t)j->c);
-            }
-        }
-        memset(row + j->k, 0, (size_t)(j->k4 * 4 - j->k));
-        if (++ox == j->ow) {
-            ox = 0;
-            if (++oy == j->oh) {
-                oy = 0;
-                n++;
-            }
-        }
-    }
-}
 
 static int32_t row_sum_scalar(const uint8_t *row, int64_t k) {
     uint32_t s = 0;
@@ -228,7 +161,8 @@ VNNI static void emit_vnni(const QcJob *j, const int32_t *out, int mr, int nr, i
                 break;
             const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
             __m512i v = _mm512_loadu_si512(out + i * 64 + b * 16);
-            v = _mm512_add_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(j->zneg + c), cs));
+            if (j->any_z)
+                v = _mm512_add_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(j->zneg + c), cs));
             v = _mm512_add_epi32(v, _mm512_loadu_si512(j->corr + c));
             __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_loadu_ps(j->m + c));
             const int64_t at = (q + i) * p->oc + c;
@@ -250,9 +184,9 @@ VNNI static void emit_vnni(const QcJob *j, const int32_t *out, int mr, int nr, i
 
 VNNI static void rows_vnni(const QcJob *j, const uint8_t *a, int64_t lda, int64_t q,
                            int64_t count) {
-    int32_t colsum[TILE_PIXELS];
+    int32_t colsum[TILE_PIXELS] = {0};
     int32_t out[6 * 64] __attribute__((aligned(64)));
-    for (int64_t i = 0; i < count; i++)
+    for (int64_t i = 0; j->any_z && i < count; i++)
         colsum[i] = row_sum_vnni(a + i * lda, j->k);
     const int64_t wstride = j->k4 * 64;
     for (int64_t ob = 0; ob < j->ocb; ob += 4) {
@@ -379,6 +313,8 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     j.corr = j.zneg + j.ocb * 16;
     j.m = (const float *)d[3];
     j.y = d[4];
+    for (int64_t c = 0; c < p->oc && !j.any_z; c++)
+        j.any_z = j.zneg[c] != 0;
     j.vnni = max_level >= 1 && cpu_avx512_vnni();
     if (j.pixels <= 0)
         return;
