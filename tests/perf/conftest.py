@@ -69,3 +69,38 @@ def infer_lite(path: str, inputs: list) -> list[list]:
         return [runtime.inference([x], data_format="nchw") for x in inputs]
     finally:
         runtime.release()
+
+
+def assert_switch_and_missing_compiler_keep(monkeypatch, tmp_path, capsys, switch, rewrite,
+                                            graph: bytes) -> None:  # fmt: skip
+    """`rewrite(graph, {})` keeps `graph` with `switch` at 0, and with it at 1 where no compiler
+    can build the kernel library (nothing cached in `tmp_path`), after one W line naming why."""
+    from rknnrt.core.program import dw_kernel
+
+    monkeypatch.setenv(switch.name, "0")
+    assert rewrite(graph, {})[0] is graph
+    monkeypatch.setenv(switch.name, "1")
+    monkeypatch.setenv(switches.CACHE_DIR.name, str(tmp_path))  # nothing cached there
+    monkeypatch.setattr(kernels, "compiler", lambda: None)
+    monkeypatch.setattr(dw_kernel, "_warned", False)
+    assert rewrite(graph, {})[0] is graph
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("W RKNN:")]
+    assert len(lines) == 1 and "no C compiler" in lines[0], lines
+
+
+def programs_opened(monkeypatch) -> list[list[str]]:
+    """A list that gets, per program session opened from now on (whole.open_program), its
+    graph's op types in order."""
+    import onnx
+
+    from rknnrt.core.program import whole
+
+    seen: list[list[str]] = []
+    real = whole.open_program
+
+    def spy(graph, *args, **kwargs):
+        seen.append([n.op_type for n in onnx.load_model_from_string(bytes(graph)).graph.node])
+        return real(graph, *args, **kwargs)
+
+    monkeypatch.setattr(whole, "open_program", spy)
+    return seen

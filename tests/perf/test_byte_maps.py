@@ -14,7 +14,11 @@ from rknnrt.core import switches
 from rknnrt.core.program import byte_maps, dw_kernel, whole
 from rknnrt.lite import RKNNLite
 from rknnrt.sessions import kernels
-from tests.perf.conftest import int8_network
+from tests.perf.conftest import (
+    assert_switch_and_missing_compiler_keep,
+    int8_network,
+    programs_opened,
+)
 
 _U8, _S8 = TensorProto.UINT8, TensorProto.INT8
 _NP = {_U8: np.uint8, _S8: np.int8}
@@ -124,15 +128,8 @@ def test_requantisations_outside_its_conditions_stay(library) -> None:
 
 def test_the_switch_and_a_missing_compiler_keep_the_nodes(monkeypatch, tmp_path, capsys) -> None:
     graph = _requant(_S8, _U8, [1, 3, 4, 4], 0.02, 0, 0.02, 128, nhwc=True)
-    monkeypatch.setenv(switches.INT8_BYTE_MAP_KERNEL.name, "0")
-    assert byte_maps.rewrite(graph, {})[0] is graph
-    monkeypatch.setenv(switches.INT8_BYTE_MAP_KERNEL.name, "1")
-    monkeypatch.setenv(switches.CACHE_DIR.name, str(tmp_path))  # nothing cached there
-    monkeypatch.setattr(kernels, "compiler", lambda: None)
-    monkeypatch.setattr(dw_kernel, "_warned", False)
-    assert byte_maps.rewrite(graph, {})[0] is graph
-    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("W RKNN:")]
-    assert len(lines) == 1 and "no C compiler" in lines[0], lines
+    assert_switch_and_missing_compiler_keep(monkeypatch, tmp_path, capsys,
+                                            switches.INT8_BYTE_MAP_KERNEL, byte_maps.rewrite, graph)
 
 
 def test_an_int8_networks_input_is_one_table_pass(library, tmp_path, monkeypatch) -> None:
@@ -144,14 +141,7 @@ def test_an_int8_networks_input_is_one_table_pass(library, tmp_path, monkeypatch
                     "Transpose follows the input (test_the_kernel_gives_the_nodes_bytes covers "
                     "the op)")
     path, rng = int8_network("mobilenetv3_small", tmp_path)
-    seen: list[list[str]] = []
-    real = whole.open_program
-
-    def spy(graph, *args, **kwargs):
-        seen.append([n.op_type for n in onnx.load_model_from_string(bytes(graph)).graph.node])
-        return real(graph, *args, **kwargs)
-
-    monkeypatch.setattr(whole, "open_program", spy)
+    seen = programs_opened(monkeypatch)
     x = rng.rand(1, 3, 64, 64).astype(np.float32)
     outs = {}
     for on in ("1", "0"):

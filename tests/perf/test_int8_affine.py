@@ -13,9 +13,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from rknnrt.core import switches
-from rknnrt.core.program import dw_kernel, int8_affine, whole
+from rknnrt.core.program import int8_affine, whole
 from rknnrt.lite import RKNNLite
-from rknnrt.sessions import kernels
+from tests.perf.conftest import assert_switch_and_missing_compiler_keep, programs_opened
 
 HEADS = Path(__file__).parents[1] / "vendor" / "fixtures_heads"
 
@@ -106,15 +106,9 @@ def test_chains_outside_its_conditions_stay(library) -> None:
 
 def test_the_switch_and_a_missing_compiler_keep_the_chain(monkeypatch, tmp_path, capsys) -> None:
     graph = _chain(4, True, 2)
-    monkeypatch.setenv(switches.INT8_AFFINE_KERNEL.name, "0")
-    assert int8_affine.rewrite(graph, {})[0] is graph
-    monkeypatch.setenv(switches.INT8_AFFINE_KERNEL.name, "1")
-    monkeypatch.setenv(switches.CACHE_DIR.name, str(tmp_path))  # nothing cached there
-    monkeypatch.setattr(kernels, "compiler", lambda: None)
-    monkeypatch.setattr(dw_kernel, "_warned", False)
-    assert int8_affine.rewrite(graph, {})[0] is graph
-    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("W RKNN:")]
-    assert len(lines) == 1 and "no C compiler" in lines[0], lines
+    assert_switch_and_missing_compiler_keep(monkeypatch, tmp_path, capsys,
+                                            switches.INT8_AFFINE_KERNEL, int8_affine.rewrite,
+                                            graph)  # fmt: skip
 
 
 @pytest.mark.parametrize("platform", ["rk3588", "rk3576"])
@@ -123,14 +117,7 @@ def test_vendor_batch_norms_run_on_the_kernel_with_the_same_outputs(
     """fixtures_heads' bnzp: two standalone int8 BatchNormalization + Relu (zero points -128
     and -3) run as ChannelAffineU8, the outputs byte for byte those of the chain."""
     data = np.load(HEADS / f"bnzp_{platform}_i8.npz")
-    seen: list[list[str]] = []
-    real = whole.open_program
-
-    def spy(graph, *args, **kwargs):
-        seen.append([n.op_type for n in onnx.load_model_from_string(bytes(graph)).graph.node])
-        return real(graph, *args, **kwargs)
-
-    monkeypatch.setattr(whole, "open_program", spy)
+    seen = programs_opened(monkeypatch)
     outs = {}
     for on in ("1", "0"):
         monkeypatch.setenv(switches.INT8_AFFINE_KERNEL.name, on)
