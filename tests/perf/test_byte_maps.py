@@ -11,9 +11,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from rknnrt.core import switches
-from rknnrt.core.program import byte_maps, dw_kernel, whole
+from rknnrt.core.program import byte_maps, whole
 from rknnrt.lite import RKNNLite
-from rknnrt.sessions import kernels
 from tests.perf.conftest import (
     assert_switch_and_missing_compiler_keep,
     int8_network,
@@ -78,27 +77,16 @@ def _has_vnni(library) -> bool:
 @pytest.mark.parametrize("dims, same_scale", [([1, 3, 7, 23], True), ([1, 3, 7, 23], False),
                                               ([2, 3, 16, 16], True), ([1, 5, 6, 9], False),
                                               ([1, 1, 5, 40], False)])  # fmt: skip
-@pytest.mark.parametrize("nhwc", [True, False])
-def test_the_kernel_gives_the_nodes_bytes(library, dims, same_scale, nhwc) -> None:
-    """An int8 input requantised to uint8 (an int8 program's first nodes), laid out NHWC (the
-    rewrite's node) or not (the op's other form, built here): 3 channels (the interleaved
-    path, both with a table that only moves the zero point and with a general one; pixel
-    counts that are and are not multiples of 16), other channel counts (table reads)."""
+def test_the_kernel_gives_the_nodes_bytes(library, dims, same_scale) -> None:
+    """An int8 input requantised to uint8 and laid out NHWC (an int8 program's first nodes): 3
+    channels (the interleaved path, both with a table that only moves the zero point and with
+    a general one; pixel counts that are and are not multiples of 16), other channel counts
+    (table reads), one channel (NCHW and NHWC the same bytes)."""
     params = (0.02, -3, 0.02, 125) if same_scale else (0.02, -3, 0.013, 120)
-    graph = _requant(_S8, _U8, dims, *params, nhwc=nhwc)
+    graph = _requant(_S8, _U8, dims, *params, nhwc=True)
     x = _every_byte(_S8, dims)
-    if nhwc:
-        rewritten, unused = byte_maps.rewrite(graph, {})
-        assert not unused
-    else:
-        model = onnx.load_model_from_string(graph)
-        table = numpy_helper.from_array(byte_maps.table(_S8, *params[:2], _U8, *params[2:]), "t")
-        model.graph.initializer.append(table)
-        node = helper.make_node("ByteMap_s8u8", ["x", "t"], ["y"], domain=kernels.DOMAIN, nhwc=0)
-        model.graph.ClearField("node")
-        model.graph.node.append(node)
-        dw_kernel.import_domain(model)
-        rewritten = model.SerializeToString()
+    rewritten, unused = byte_maps.rewrite(graph, {})
+    assert not unused
     ops = [n.op_type for n in onnx.load_model_from_string(rewritten).graph.node]
     assert ops == ["ByteMap_s8u8"]
     want = _onnxruntime(graph, x)

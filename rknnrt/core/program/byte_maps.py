@@ -55,7 +55,7 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
         model.graph.initializer.append(onnx.numpy_helper.from_array(values, f"{stem}_table"))
         replace[id(dq)] = [onnx.helper.make_node(
             f"ByteMap_{_SHORT[x_type]}{_SHORT[y_type]}", [dq.input[0], f"{stem}_table"],
-            [transpose.output[0]], name=stem, domain=kernels.DOMAIN, nhwc=1)]  # fmt: skip
+            [transpose.output[0]], name=stem, domain=kernels.DOMAIN)]  # fmt: skip
         removed |= {id(quant), id(transpose)}
     graph_edit.set_nodes(model.graph, graph_edit.splice(model.graph, replace, removed))
     dw_kernel.import_domain(model)

@@ -1,14 +1,13 @@
-/* Ops `rknnrt.kernels::ByteMap_<x><y>` (x, y: u8 or s8): one byte tensor to another through a
- * 256-entry table indexed by x's bits,
+/* Ops `rknnrt.kernels::ByteMap_<x><y>` (x, y: u8 or s8): a 4-D byte tensor to another in NHWC
+ * through a 256-entry table indexed by x's bits,
  *
- *     y = table[x]                         (attribute nhwc = 0: y has x's shape)
- *     y[n, h, w, c] = table[x[n, c, h, w]] (nhwc = 1, x 4-D)
+ *     y[n, h, w, c] = table[x[n, c, h, w]]
  *
  * in one pass. An int8 program's requantisation DequantizeLinear -> QuantizeLinear with
- * per-tensor parameters is such a table (core/program/byte_maps.py computes it), and where the
- * Transpose to NHWC of rknnrt's conv kernels follows it, the table pass writes that layout
- * itself: a 3-channel image's int8 input was three passes of onnxruntime (DequantizeLinear,
- * QuantizeLinear, Transpose), 0.12 ms for 1x3x224x224. A table that adds a constant modulo 256
+ * per-tensor parameters is such a table (core/program/byte_maps.py computes it), and with the
+ * Transpose to NHWC of rknnrt's conv kernels after it, this op: a 3-channel image's int8 input
+ * was three passes of onnxruntime (DequantizeLinear, QuantizeLinear, Transpose), 0.12 ms for
+ * 1x3x224x224. A table that adds a constant modulo 256
  * (same scales, the zero point moved: int8 -> uint8 is + 128) runs as byte additions (SSE2), a
  * 3-channel NHWC interleave 16 pixels at a time (SSSE3 shuffles, where the CPU has AVX2); every
  * other case as table reads. Each path writes table[x]: the bytes cannot differ. Inputs: x,
@@ -25,11 +24,6 @@
 #include <immintrin.h>
 #define BYTEMAP_X86 1
 #endif
-
-typedef struct ByteMapKernel {
-    const OrtApi *api;
-    int64_t nhwc;
-} ByteMapKernel;
 
 /* k when table[i] == (i + k) mod 256 for every i, else -1 */
 static int table_shift(const uint8_t *table) {
@@ -122,20 +116,9 @@ static void map_nhwc(const uint8_t *x, uint8_t *y, int64_t n, int64_t c, int64_t
     }
 }
 
-static void *create(const CustomOp *op, const OrtApi *api, const OrtKernelInfo *info) {
-    (void)op;
-    ByteMapKernel *k = (ByteMapKernel *)calloc(1, sizeof(ByteMapKernel));
-    if (k != NULL) {
-        k->api = api;
-        k->nhwc = attr_int64(api, info, "nhwc", 0);
-    }
-    return k;
-}
-
 static void compute(void *kernel, OrtKernelContext *ctx) {
     /* a failure can only leave the output unset, which onnxruntime reports itself */
-    const ByteMapKernel *k = (const ByteMapKernel *)kernel;
-    const OrtApi *api = k->api;
+    const OrtApi *api = ((const ApiKernel *)kernel)->api;
     const OrtValue *in[2] = {NULL, NULL};
     for (size_t i = 0; i < 2; i++)
         if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
@@ -144,18 +127,12 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     size_t rank = 0, tr = 0;
     if (tensor_dims(api, in[0], dims, 16, &rank) || tensor_dims(api, in[1], td, 16, &tr))
         return;
-    if (tr != 1 || td[0] != 256 || (k->nhwc && rank != 4))
+    if (tr != 1 || td[0] != 256 || rank != 4)
         return;
-    int64_t count = 1, out_dims[16];
-    for (size_t i = 0; i < rank; i++) {
+    int64_t count = 1;
+    for (size_t i = 0; i < rank; i++)
         count *= dims[i] > 0 ? dims[i] : 0;
-        out_dims[i] = dims[i];
-    }
-    if (k->nhwc) { /* [N, C, H, W] -> [N, H, W, C] */
-        out_dims[1] = dims[2];
-        out_dims[2] = dims[3];
-        out_dims[3] = dims[1];
-    }
+    const int64_t out_dims[4] = {dims[0], dims[2], dims[3], dims[1]};
     OrtValue *out = NULL;
     if (FN(api, KernelContext_GetOutput)(ctx, 0, out_dims, rank, &out) != NULL || out == NULL)
         return;
@@ -165,7 +142,7 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
         FN(api, GetTensorMutableData)(out, &y) != NULL || count == 0)
         return;
     const int shift = table_shift((const uint8_t *)table);
-    if (k->nhwc && dims[1] > 1)
+    if (dims[1] > 1)
         map_nhwc((const uint8_t *)x, (uint8_t *)y, dims[0], dims[1], dims[2] * dims[3],
                  (const uint8_t *)table, shift);
     else /* one channel: NCHW and NHWC are the same bytes */
@@ -190,7 +167,7 @@ static int op_output_type(const CustomOp *op, size_t i) {
 }
 
 #define BYTEMAP_OP(NAME, XT, YT)                                                               \
-    {{8, create, op_name, any_provider, op_input_type, op_inputs, op_output_type, op_outputs,  \
+    {{8, api_kernel_create, op_name, any_provider, op_input_type, op_inputs, op_output_type, op_outputs,  \
       compute, api_kernel_destroy, required, required},                                        \
      NAME, XT, YT}
 
