@@ -105,6 +105,12 @@ INT8_BYTE_MAP_KERNEL = Switch(
     "onnxruntime's DequantizeLinear, QuantizeLinear and Transpose instead of one table pass "
     "of rknnrt's compiled kernel (core/program/byte_maps.py; same outputs; read at rknn_init)",
 )  # fmt: skip
+INT8_CHANNEL_MUL_KERNEL = Switch(
+    "RKNNRT_INT8_CHANNEL_MUL_KERNEL", "1",
+    "0 runs an int8 program's per-channel multiplies (squeeze-and-excitation gates) as "
+    "onnxruntime's QLinearMul instead of one pass of rknnrt's compiled kernel "
+    "(core/program/channel_muls.py; same outputs; read at rknn_init)",
+)  # fmt: skip
 INT8_CONV_KERNEL = Switch(
     "RKNNRT_INT8_CONV_KERNEL", "1",
     "0 keeps an int8 program's dense convs, Gemms and MatMuls on onnxruntime's kernels "
@@ -144,8 +150,9 @@ CACHE_DIR = Switch(
 )  # fmt: skip
 TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
          FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE, INT8_DW_KERNEL,
-         FP16_ROUND_KERNEL, INT8_AFFINE_KERNEL, INT8_BYTE_MAP_KERNEL, INT8_CONV_KERNEL,
-         INT8_ISLANDS, GROUPED_CONVS, SELECTION_CONVS, LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
+         FP16_ROUND_KERNEL, INT8_AFFINE_KERNEL, INT8_BYTE_MAP_KERNEL, INT8_CHANNEL_MUL_KERNEL,
+         INT8_CONV_KERNEL, INT8_ISLANDS, GROUPED_CONVS, SELECTION_CONVS, LAYOUT_CACHE_MB,
+         CACHE_DIR)  # fmt: skip
 
 
 # Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
@@ -262,6 +269,10 @@ def int8_affine_kernel() -> bool:
 
 def int8_byte_map_kernel() -> bool:
     return raw(INT8_BYTE_MAP_KERNEL) != "0"
+
+
+def int8_channel_mul_kernel() -> bool:
+    return raw(INT8_CHANNEL_MUL_KERNEL) != "0"
 
 
 def int8_conv_kernel() -> bool:

@@ -15,7 +15,7 @@ def library():
     """(path, ctypes handle) of rknnrt's compiled kernel library of this source, built once into
     the cache folder (later runs find it); the handle is the object onnxruntime registers, so
     its path setters (rknnrt_dw_max_level, rknnrt_f16round_max_level, rknnrt_affine_max_level,
-    rknnrt_qconv_max_level)
+    rknnrt_qconv_max_level, rknnrt_chanmul_max_level)
     reach the sessions. All are back at their widest afterwards."""
     path = kernels.library(switches.cache_root())
     handle = ctypes.CDLL(str(path))
@@ -24,6 +24,7 @@ def library():
     handle.rknnrt_f16round_max_level(1)
     handle.rknnrt_affine_max_level(1)
     handle.rknnrt_qconv_max_level(1)
+    handle.rknnrt_chanmul_max_level(2)
 
 
 def kernel_session(library, model, threads: int = 1):
@@ -69,6 +70,26 @@ def infer_lite(path: str, inputs: list) -> list[list]:
         return [runtime.inference([x], data_format="nchw") for x in inputs]
     finally:
         runtime.release()
+
+
+def outputs_on_and_off(monkeypatch, switch, path: str, inputs: list) -> dict[str, list]:
+    """{"1": ..., "0": ...}: the first output of the `.rknn` at `path` for each NCHW input, as
+    float32 arrays, loaded with `switch` on and then off."""
+    import numpy as np
+
+    from rknnrt.lite import RKNNLite
+
+    outs = {}
+    for on in ("1", "0"):
+        monkeypatch.setenv(switch.name, on)
+        runtime = RKNNLite()
+        assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
+        try:
+            outs[on] = [np.asarray(runtime.inference([x], data_format=["nchw"])[0])
+                        for x in inputs]  # fmt: skip
+        finally:
+            runtime.release()
+    return outs
 
 
 def assert_switch_and_missing_compiler_keep(monkeypatch, tmp_path, capsys, switch, rewrite,

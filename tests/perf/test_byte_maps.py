@@ -12,10 +12,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 from rknnrt.core import switches
 from rknnrt.core.program import byte_maps, whole
-from rknnrt.lite import RKNNLite
 from tests.perf.conftest import (
     assert_switch_and_missing_compiler_keep,
     int8_network,
+    outputs_on_and_off,
     programs_opened,
 )
 
@@ -131,14 +131,8 @@ def test_an_int8_networks_input_is_one_table_pass(library, tmp_path, monkeypatch
     path, rng = int8_network("mobilenetv3_small", tmp_path)
     seen = programs_opened(monkeypatch)
     x = rng.rand(1, 3, 64, 64).astype(np.float32)
-    outs = {}
-    for on in ("1", "0"):
-        monkeypatch.setenv(switches.INT8_BYTE_MAP_KERNEL.name, on)
-        lite = RKNNLite()
-        assert lite.load_rknn(path) == 0 and lite.init_runtime() == 0
-        outs[on] = lite.inference([x], data_format="nchw")[0]
-        lite.release()
+    outs = outputs_on_and_off(monkeypatch, switches.INT8_BYTE_MAP_KERNEL, path, [x])
     on_ops, off_ops = seen
     assert on_ops.count("ByteMap_s8u8") == 1 and "ByteMap_s8u8" not in off_ops
     assert len(off_ops) - len(on_ops) >= 1
-    assert outs["1"].tobytes() == outs["0"].tobytes()
+    assert outs["1"][0].tobytes() == outs["0"][0].tobytes()

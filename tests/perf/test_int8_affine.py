@@ -14,8 +14,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 from rknnrt.core import switches
 from rknnrt.core.program import int8_affine, whole
-from rknnrt.lite import RKNNLite
-from tests.perf.conftest import assert_switch_and_missing_compiler_keep, programs_opened
+from tests.perf.conftest import (
+    assert_switch_and_missing_compiler_keep,
+    outputs_on_and_off,
+    programs_opened,
+)
 
 HEADS = Path(__file__).parents[1] / "vendor" / "fixtures_heads"
 
@@ -118,13 +121,7 @@ def test_vendor_batch_norms_run_on_the_kernel_with_the_same_outputs(
     and -3) run as ChannelAffineU8, the outputs byte for byte those of the chain."""
     data = np.load(HEADS / f"bnzp_{platform}_i8.npz")
     seen = programs_opened(monkeypatch)
-    outs = {}
-    for on in ("1", "0"):
-        monkeypatch.setenv(switches.INT8_AFFINE_KERNEL.name, on)
-        lite = RKNNLite()
-        assert lite.load_rknn(str(HEADS / f"bnzp_{platform}_i8.rknn")) == 0
-        assert lite.init_runtime() == 0
-        outs[on] = [np.asarray(lite.inference([x], data_format=["nchw"])[0]) for x in data["in0"]]
-        lite.release()
+    outs = outputs_on_and_off(monkeypatch, switches.INT8_AFFINE_KERNEL,
+                              str(HEADS / f"bnzp_{platform}_i8.rknn"), list(data["in0"]))
     assert any(ops.count("ChannelAffineU8") == 2 for ops in seen)
     assert all(a.tobytes() == b.tobytes() for a, b in zip(outs["1"], outs["0"]))

@@ -21,8 +21,9 @@
  *
  * The arithmetic is dw_arith.c (scalar, AVX2 and AVX-512 paths chosen at run time, so a cached
  * build suits every x86-64 CPU); onnxruntime's C API as declared in ort_abi.h. RegisterCustomOps
- * also adds the library's other ops, f16round.c's RoundFloat16, affine.c's ChannelAffineU8 and
- * qconv.c's dense ConvInt8_u8<y>, to the domain.
+ * also adds the library's other ops, f16round.c's RoundFloat16, affine.c's ChannelAffineU8,
+ * bytemap.c's ByteMap_<x><y>, chanmul.c's ChannelMul_<t> and qconv.c's dense ConvInt8_u8<y>, to
+ * the domain.
  */
 
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #include "affine.h"
 #include "api_kernel.h"
 #include "bytemap.h"
+#include "chanmul.h"
 #include "f16round.h"
 #include "ort_abi.h"
 #include "qconv.h"
@@ -192,6 +194,9 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
         st = FN(api, CustomOpDomain_Add)(domain, affine_op());
     for (int i = 0; !st && i < BYTEMAP_OPS; i++)
         st = FN(api, CustomOpDomain_Add)(domain, bytemap_op(i));
+    chanmul_set_parallel_api(parallel_api);
+    for (int i = 0; !st && i < CHANMUL_OPS; i++)
+        st = FN(api, CustomOpDomain_Add)(domain, chanmul_op(i));
     qconv_set_parallel_api(parallel_api);
     for (int i = 0; !st && i < QCONV_OPS; i++)
         st = FN(api, CustomOpDomain_Add)(domain, qconv_op(i));
