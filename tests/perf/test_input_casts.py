@@ -1,5 +1,6 @@
 """core/program/input_casts.py: float32 inputs converted to float16 or quantised to int8 by
-onnxruntime, bit-identical to numpy's conversion, and used by rknn_inputs_set."""
+onnxruntime or in one pass of the compiled kernel, bit-identical to numpy's conversion, and used
+by rknn_inputs_set."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from rknnrt.core.program import input_casts, whole
 from rknnrt.lite import RKNNLite
+from rknnrt.model import numerics
 from rknnrt.sessions import factory, policies
 from rknnrt.toolkit import RKNN
 
@@ -79,8 +81,81 @@ def test_nan_and_small_arrays_are_left_to_numpy() -> None:
     assert not input_casts.fits(small, np.empty(small.shape, np.int8))
 
 
+@pytest.mark.parametrize("level", [2, 1, 0])
+@np.errstate(over="ignore")
+def test_the_kernels_one_pass_is_numpys_bit_for_bit(library, level) -> None:
+    """inputcast.c on the AVX-512, AVX2(+F16C) and scalar paths: float16 rounding of the
+    awkward values and of every 7th float32 bit pattern that is not a NaN; int8 and uint8
+    quantisation at random scales and zero points with ties and out-of-range values."""
+    library[1].rknnrt_inputcast_max_level(level)
+    try:
+        _check_one_pass(level)
+    finally:
+        library[1].rknnrt_inputcast_max_level(2)
+
+
+def _check_one_pass(seed: int) -> None:
+    values = _awkward_values(np.random.RandomState(0))
+    patterns = np.arange(0, 2**32, 7 * 97, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    for x in (values, patterns[~np.isnan(patterns)]):
+        out = np.empty(x.shape, np.float16)
+        assert input_casts.in_one_pass(x, out, None, None)
+        assert out.view(np.uint16).tobytes() == x.astype(np.float16).view(np.uint16).tobytes()
+    rng = np.random.RandomState(seed)
+    for _ in range(6):
+        scale = float(10.0 ** rng.uniform(-4, 1) * rng.uniform(1, 2))
+        grid, steps = np.float32(scale), rng.randint(-300, 300, 5000)
+        x = np.concatenate([rng.uniform(-300, 300, 5001) * grid, (steps + 0.5) * grid,
+                            [np.inf, -np.inf, 0.0, -0.0, 1e30, -1e30]]).astype(np.float32)
+        for dtype, zp in ((np.int8, int(rng.randint(-128, 128))), (np.uint8, 130)):
+            out = np.empty(x.shape, dtype)
+            assert input_casts.in_one_pass(x, out, scale, zp)
+            want = numerics.quantize(x, scale, zp, out=np.empty(x.shape, dtype))
+            assert np.array_equal(out, want), (dtype, scale, zp)
+
+
+@pytest.mark.parametrize("level", [2, 1, 0])
+def test_the_kernel_leaves_nan_and_other_types_to_the_caller(library, level) -> None:
+    library[1].rknnrt_inputcast_max_level(level)
+    try:
+        _check_refusals()
+    finally:
+        library[1].rknnrt_inputcast_max_level(2)
+
+
+def _check_refusals() -> None:
+    values = np.random.RandomState(1).randn(1, 3, 20, 20).astype(np.float32)
+    strided = values.transpose(0, 2, 3, 1)  # converted as C order, as numpy's copyto does
+    out = np.empty(strided.shape, np.int8)
+    assert input_casts.in_one_pass(strided, out, 0.01, 3)
+    assert np.array_equal(out, numerics.quantize(np.ascontiguousarray(strided), 0.01, 3,
+                                                 out=np.empty(strided.shape, np.int8)))
+    for position in (0, 77, values.size - 1):  # in a vector, at the end (the scalar tail)
+        with_nan = values.copy().reshape(-1)
+        with_nan[position] = np.nan
+        assert not input_casts.in_one_pass(with_nan, np.empty(with_nan.shape, np.int8), 0.1, 0)
+        assert not input_casts.in_one_pass(with_nan, np.empty(with_nan.shape, np.float16), None,
+                                           None)  # fmt: skip
+    assert not input_casts.in_one_pass(values, np.empty(values.shape, np.int16), 0.1, 0)
+    assert not input_casts.in_one_pass(values, np.empty(values.shape, np.float32), None, None)
+    assert not input_casts.in_one_pass(values.astype(np.float64), np.empty(values.shape,
+                                       np.float16), None, None)  # fmt: skip
+
+
+class _Recorder:
+    """The kernel library's direct calls, each call's name recorded."""
+
+    def __init__(self, library, used: list[str]) -> None:
+        self.library, self.used = library, used
+
+    def __getattr__(self, name: str):
+        real = getattr(self.library, name)
+        return lambda *args: self.used.append(name) or real(*args)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "int8"])
-def test_inputs_set_uses_it_with_the_numpy_converted_result(dtype, tmp_path,
+@pytest.mark.parametrize("converter", ["kernel", "onnxruntime"])
+def test_inputs_set_uses_it_with_the_numpy_converted_result(dtype, converter, tmp_path,
                                                             monkeypatch) -> None:
     size = 40  # 1x3x40x40 = 4800 elements: above MIN_ELEMENTS
     rng = np.random.RandomState(4)
@@ -95,6 +170,12 @@ def test_inputs_set_uses_it_with_the_numpy_converted_result(dtype, tmp_path,
     used: list[str] = []
     original = input_casts._session
     monkeypatch.setattr(input_casts, "_session", lambda kind: used.append(kind) or original(kind))
+    if converter == "kernel":
+        direct = input_casts._library()
+        assert direct is not None, "the kernel library is built where a C compiler is"
+        monkeypatch.setattr(input_casts, "_library", lambda: _Recorder(direct, used))
+    else:  # no kernel library: onnxruntime's ops
+        monkeypatch.setattr(input_casts, "_library", lambda: None)
     runtime = RKNNLite()
     assert runtime.load_rknn(path) == 0 and runtime.init_runtime() == 0
     # the graph the runtime runs (whole.execution_graph: the integer island sums) under the
@@ -116,7 +197,9 @@ def test_inputs_set_uses_it_with_the_numpy_converted_result(dtype, tmp_path,
     finally:
         runtime.release()
     # a float16 program's output (1x5x40x40) is widened to float32 by onnxruntime too
-    assert used == (["quantize"] if dtype == "int8" else ["cast", "widen"]) * 3
+    cast = {"kernel": {"int8": "rknnrt_quantize_f32", "float16": "rknnrt_half_f32"},
+            "onnxruntime": {"int8": "quantize", "float16": "cast"}}[converter][dtype]
+    assert used == ([cast] if dtype == "int8" else [cast, "widen"]) * 3
 
 
 def test_float16_widening_is_numpys_bit_for_bit() -> None:

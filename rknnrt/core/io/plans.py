@@ -109,25 +109,31 @@ class InputPlan:
             data = layouts.nhwc_to_nchw(rows)
         else:
             data = data.reshape(self.shape)
-        if self.mean is None and self._onnxruntime_cast(data, out):
+        if self.mean is None and self._fast_cast(data, out):
             return
         target = np.empty(self.shape, np.float32) if self.staged else out
         np.copyto(target, data, casting="unsafe")
         if self.mean is not None:
             np.subtract(target, self.mean, out=target)
             np.divide(target, self.std, out=target)
-        if self._onnxruntime_cast(target, out):
+        if self._fast_cast(target, out):
             return
         if self.quantized:  # facts §5.5: float32 division, half to even, in place
             numerics.quantize(target, self.spec.scale, self.spec.zp, work=target, out=out)
         elif self.staged:
             np.copyto(out, target, casting="unsafe")
 
-    def _onnxruntime_cast(self, src: np.ndarray, out: np.ndarray) -> bool:
+    def _fast_cast(self, src: np.ndarray, out: np.ndarray) -> bool:
         """out[...] = float32 `src` quantised (int8 models) or rounded to float16 in one
-        onnxruntime pass, with numpy's values (input_casts.fits); False where that does not
-        apply and numpy converts."""
-        if not (self.staged and input_casts.fits(src, out)):
+        onnxruntime pass (or one pass of the compiled kernel, input_casts.in_one_pass), with
+        numpy's values (input_casts.fits); False where that does not apply and numpy
+        converts."""
+        if not self.staged:
+            return False
+        scale, zp = (self.spec.scale, self.spec.zp) if self.quantized else (None, None)
+        if input_casts.in_one_pass(src, out, scale, zp):
+            return True
+        if not input_casts.fits(src, out):
             return False
         if self.quantized:
             input_casts.quantize_int8(src, self.spec.scale, self.spec.zp, out)

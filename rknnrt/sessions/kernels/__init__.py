@@ -3,7 +3,8 @@ the C compiler on first use and cached like librknnrt.so. dwconv.c: the depthwis
 the library's registration; dw_arith.c/.h: their arithmetic paths (dw_paths.h), dw_job.c: a
 convolution's job over them; f16round.c/.h: the float16 rounding op; affine.c/.h: the
 per-channel affine uint8 map; bytemap.c/.h: the byte-table requantisation; chanmul.c/.h: the
-per-channel requantised multiply; qconv.c/.h: the dense int8 convs (VNNI),
+per-channel requantised multiply; inputcast.c: an input's float32 conversions with their NaN
+check, called directly (`direct_calls`); qconv.c/.h: the dense int8 convs (VNNI),
 qconv_rows.c/qconv_job.h: their window rows; epilogue.h/.c: the convs' activation epilogue;
 ort_abi.h: the part of onnxruntime's C API used.
 
@@ -40,7 +41,7 @@ DOMAIN = "rknnrt.kernels"
 _HERE = Path(__file__).parent
 SOURCES = (_HERE / "dwconv.c", _HERE / "dw_arith.c", _HERE / "dw_job.c", _HERE / "f16round.c",
            _HERE / "affine.c", _HERE / "qconv.c", _HERE / "qconv_rows.c", _HERE / "epilogue.c",
-           _HERE / "bytemap.c", _HERE / "chanmul.c")
+           _HERE / "bytemap.c", _HERE / "chanmul.c", _HERE / "inputcast.c")
 HEADERS = (_HERE / "dw_arith.h", _HERE / "dw_paths.h", _HERE / "f16round.h", _HERE / "affine.h",
            _HERE / "qconv.h", _HERE / "api_kernel.h", _HERE / "epilogue.h", _HERE / "cpu.h",
            _HERE / "ort_abi.h", _HERE / "bytemap.h", _HERE / "qconv_job.h",
@@ -101,6 +102,28 @@ def library(cache: Path) -> Path:
 def loaded() -> Path | None:
     """The library `library` last returned in this process, or None."""
     return _loaded
+
+
+_direct: dict[Path, Any] = {}
+
+
+def direct_calls(cache: Path) -> Any:
+    """The library under `cache` (built now if missing) opened with ctypes for the functions
+    the runtime calls itself, not through onnxruntime (inputcast.c's input conversions), their
+    argument types declared; raises KernelsUnavailable."""
+    import ctypes
+
+    path = library(cache)
+    with _lock:
+        if path not in _direct:
+            lib = ctypes.CDLL(str(path))
+            pointer, size = ctypes.c_void_p, ctypes.c_int64
+            lib.rknnrt_quantize_f32.argtypes = [pointer, size, ctypes.c_float, ctypes.c_int32,
+                                                ctypes.c_int, pointer]  # fmt: skip
+            lib.rknnrt_half_f32.argtypes = [pointer, size, pointer]
+            lib.rknnrt_quantize_f32.restype = lib.rknnrt_half_f32.restype = ctypes.c_int
+            _direct[path] = lib
+        return _direct[path]
 
 
 def _build(target: Path) -> None:
