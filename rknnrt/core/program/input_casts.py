@@ -46,8 +46,8 @@ def _library():
     if not _compiled:
         try:
             found = kernels.direct_calls(switches.cache_root())
-        except kernels.KernelsUnavailable:  # (dw_kernel's W line says why, once)
-            found = None
+        except (kernels.KernelsUnavailable, OSError):  # (dw_kernel's W line says why, once;
+            found = None  # OSError: a cached file the loader refuses)
         with _lock:
             if not _compiled:
                 _compiled.append(found)
