@@ -69,6 +69,10 @@ CASES = [
     ("u8", "u8", 33, 7, 3, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),  # rows of 3: under 4 pixels
     ("u8", "s8", 50, 9, 10, (3, 3), (1, 1), (0, 0, 0, 0), (1, 1)),  # no padding: no frame
     ("s8", "u8", 64, 6, 9, (1, 1), (2, 1), (0, 0, 0, 0), (1, 1)),  # one tap
+    # <= 16 channels: two pixels a vector on AVX-512 (groups of 8, then pairs, then one)
+    ("u8", "u8", 16, 11, 21, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),  # stride 2, framed
+    ("s8", "s8", 16, 9, 14, (5, 5), (1, 1), (0, 0, 0, 0), (1, 1)),  # unframed: border pixels
+    ("u8", "s8", 12, 7, 5, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),  # rows of 5, 12 channels
 ]
 
 
@@ -316,10 +320,12 @@ def test_island_depthwise_convs_equal_the_float_chain(library, monkeypatch) -> N
 
 
 @pytest.mark.parametrize("xt", ["u8", "s8"])
+@pytest.mark.parametrize("channels", [37, 16])
 @pytest.mark.parametrize("level", [2, 1, 0], ids=["avx512", "avx2", "scalar"])
-def test_float_output_op_is_the_product(library, xt, level) -> None:
-    """The island form DepthwiseConvInt8_<x>f: y = float32(acc) * m, no rounding, no clamp."""
-    case = (xt, "u8", 37, 9, 8, (3, 3), (1, 2), (1, 1, 1, 0), (1, 1))
+def test_float_output_op_is_the_product(library, xt, channels, level) -> None:
+    """The island form DepthwiseConvInt8_<x>f: y = float32(acc) * m, no rounding, no clamp
+    (16 channels: two pixels a vector on AVX-512)."""
+    case = (xt, "u8", channels, 9, 8, (3, 3), (1, 2), (1, 1, 1, 0), (1, 1))
     x, w, bias, m, xz, _, attrs = _case_arrays(case, seed=11)
     node = helper.make_node(f"DepthwiseConvInt8_{xt}f", ["x", "w", "b", "m"], ["y"],
                             domain=kernels.DOMAIN, x_zero_point=xz, **attrs)  # fmt: skip

@@ -215,25 +215,27 @@ void pack_interior(const Shape *s, const int32_t *w, const int32_t *bias, int64_
 
 AVX512 static inline void finish512(const DwParams *k, __m512i a_lo, __m512i a_hi,
                                      const int32_t *bias_adj, const float *m, void *y_base,
-                                     int64_t e, int64_t c, __mmask32 mask, __m512 lo,
-                                     __m512 hi) {
+                                     int64_t first, int64_t second, __mmask16 m0, __mmask16 m1,
+                                     __m512 lo, __m512 hi) {
+    /* the block's 32 sums (bias_adj and m at its first channel): lanes 0-15 to elements
+     * [first, +16) and 16-31 to [second, +16) of y, as masked (a block's two halves, or two
+     * pixels' 16 channels: interior_avx512_pairs) */
     /* 64-bit pieces in channel order: low/high unpack halves of each 128-bit lane */
-    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
-    const __m512i second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+    const __m512i first_half = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+    const __m512i second_half = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
     const __m512i yz = _mm512_set1_epi32((int32_t)k->yz);
-    const __mmask16 m0 = (__mmask16)mask, m1 = (__mmask16)(mask >> 16);
-    __m512i n0 = _mm512_permutex2var_epi64(a_lo, first, a_hi);
-    __m512i n1 = _mm512_permutex2var_epi64(a_lo, second, a_hi);
-    n0 = _mm512_add_epi32(n0, _mm512_loadu_si512((const void *)(bias_adj + c)));
-    n1 = _mm512_add_epi32(n1, _mm512_loadu_si512((const void *)(bias_adj + c + 16)));
-    __m512 v0 = _mm512_mul_ps(_mm512_cvtepi32_ps(n0), _mm512_maskz_loadu_ps(m0, m + c));
-    __m512 v1 = _mm512_mul_ps(_mm512_cvtepi32_ps(n1), _mm512_maskz_loadu_ps(m1, m + c + 16));
+    __m512i n0 = _mm512_permutex2var_epi64(a_lo, first_half, a_hi);
+    __m512i n1 = _mm512_permutex2var_epi64(a_lo, second_half, a_hi);
+    n0 = _mm512_add_epi32(n0, _mm512_loadu_si512((const void *)bias_adj));
+    n1 = _mm512_add_epi32(n1, _mm512_loadu_si512((const void *)(bias_adj + 16)));
+    __m512 v0 = _mm512_mul_ps(_mm512_cvtepi32_ps(n0), _mm512_maskz_loadu_ps(m0, m));
+    __m512 v1 = _mm512_mul_ps(_mm512_cvtepi32_ps(n1), _mm512_maskz_loadu_ps(m1, m + 16));
     if (k->y_float) { /* island form: the product as it is */
-        _mm512_mask_storeu_ps((float *)y_base + e + c, m0, v0);
-        _mm512_mask_storeu_ps((float *)y_base + e + c + 16, m1, v1);
+        _mm512_mask_storeu_ps((float *)y_base + first, m0, v0);
+        _mm512_mask_storeu_ps((float *)y_base + second, m1, v1);
         return;
     }
-    uint8_t *y = (uint8_t *)y_base + e;
+    uint8_t *y = (uint8_t *)y_base;
     if (k->act.kind) { /* the activation, then QuantizeLinear's division (epilogue.h) */
         v0 = epilogue_scaled16(&k->act, v0);
         v1 = epilogue_scaled16(&k->act, v1);
@@ -245,13 +247,18 @@ AVX512 static inline void finish512(const DwParams *k, __m512i a_lo, __m512i a_h
     __m512i q0 = _mm512_add_epi32(_mm512_cvtps_epi32(v0), yz);
     __m512i q1 = _mm512_add_epi32(_mm512_cvtps_epi32(v1), yz);
     if (k->y_signed) {
-        _mm512_mask_cvtsepi32_storeu_epi8(y + c, m0, q0);
-        _mm512_mask_cvtsepi32_storeu_epi8(y + c + 16, m1, q1);
+        _mm512_mask_cvtsepi32_storeu_epi8(y + first, m0, q0);
+        _mm512_mask_cvtsepi32_storeu_epi8(y + second, m1, q1);
     } else {
-        _mm512_mask_cvtusepi32_storeu_epi8(y + c, m0, q0);
-        _mm512_mask_cvtusepi32_storeu_epi8(y + c + 16, m1, q1);
+        _mm512_mask_cvtusepi32_storeu_epi8(y + first, m0, q0);
+        _mm512_mask_cvtusepi32_storeu_epi8(y + second, m1, q1);
     }
 }
+
+/* a 32-channel block's sums to output element e (channel c): finish512 on its two halves */
+#define FINISH_BLOCK(A_LO, A_HI, E)                                                            \
+    finish512(k, A_LO, A_HI, bias_adj + c, m + c, y, (E) + c, (E) + c + 16, (__mmask16)mask,  \
+              (__mmask16)(mask >> 16), lo, hi)
 
 /* one pixel's two taps of a pair into its two sums */
 #define STEP512(XB, A_LO, A_HI)                                                                \
@@ -294,10 +301,10 @@ AVX512 void interior_avx512(const DwParams *k, const void *x, const int64_t *rel
                 STEP512(x2, l2, h2);
                 STEP512(x3, l3, h3);
             }
-            finish512(k, l0, h0, bias_adj, m, y, e, c, mask, lo, hi);
-            finish512(k, l1, h1, bias_adj, m, y, e + y_step, c, mask, lo, hi);
-            finish512(k, l2, h2, bias_adj, m, y, e + 2 * y_step, c, mask, lo, hi);
-            finish512(k, l3, h3, bias_adj, m, y, e + 3 * y_step, c, mask, lo, hi);
+            FINISH_BLOCK(l0, h0, e);
+            FINISH_BLOCK(l1, h1, e + y_step);
+            FINISH_BLOCK(l2, h2, e + 2 * y_step);
+            FINISH_BLOCK(l3, h3, e + 3 * y_step);
         }
     }
     for (; px < count; px++) {
@@ -314,8 +321,86 @@ AVX512 void interior_avx512(const DwParams *k, const void *x, const int64_t *rel
                 const int64_t o0 = rel[2 * p] + c, o1 = rel[2 * p + 1] + c;
                 STEP512(x0, l0, h0);
             }
-            finish512(k, l0, h0, bias_adj, m, y, e, c, mask, lo, hi);
+            FINISH_BLOCK(l0, h0, e);
         }
+    }
+}
+
+/* pixel A's channels (`mask`) in the low half of a tap's bytes, B's in the high: one load where
+ * they follow each other (16 channels, stride 1), else two */
+AVX512 static inline __m256i pair_bytes(const uint8_t *a, const uint8_t *b, __mmask16 mask,
+                                        int adjacent) {
+    if (adjacent)
+        return _mm256_loadu_si256((const __m256i *)a);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_maskz_loadu_epi8(mask, a)),
+                                   _mm_maskz_loadu_epi8(mask, b), 1);
+}
+
+/* two pixels' taps of a pair (at most 16 channels each) into the pair's two sums */
+#define PAIR_STEP512(XA, XB, A_LO, A_HI)                                                       \
+    do {                                                                                       \
+        __m256i r0_ = pair_bytes((XA) + o0, (XB) + o0, mask, adjacent);                        \
+        __m256i r1_ = pair_bytes((XA) + o1, (XB) + o1, mask, adjacent);                        \
+        __m512i x0_ = xs ? _mm512_cvtepi8_epi16(r0_) : _mm512_cvtepu8_epi16(r0_);             \
+        __m512i x1_ = xs ? _mm512_cvtepi8_epi16(r1_) : _mm512_cvtepu8_epi16(r1_);             \
+        A_LO = _mm512_dpwssd_epi32(A_LO, _mm512_unpacklo_epi16(x0_, x1_), w_lo);              \
+        A_HI = _mm512_dpwssd_epi32(A_HI, _mm512_unpackhi_epi16(x0_, x1_), w_hi);              \
+    } while (0)
+
+/* The interior of a conv with at most 16 channels: two pixels a vector (a 32-channel block
+ * would leave half its lanes empty), eight pixels at a time. `packed`, `bias_adj` and `m` hold
+ * the channels twice (lanes 16-31 repeat 0-15: dw_job.c). */
+AVX512 void interior_avx512_pairs(const DwParams *k, const void *x, const int64_t *rel,
+                                  int npairs, const int16_t *packed, int64_t channels,
+                                  const int32_t *bias_adj, const float *m, void *y,
+                                  int64_t e0, float lo_f, float hi_f, int64_t count,
+                                  int64_t x_step, int64_t y_step) {
+    const __m512 lo = _mm512_set1_ps(lo_f), hi = _mm512_set1_ps(hi_f);
+    const __mmask16 mask = channels >= 16 ? 0xFFFFu : (__mmask16)((1u << channels) - 1);
+    const int xs = k->x_signed, adjacent = channels == 16 && x_step == 16;
+    const uint8_t *xb = (const uint8_t *)x;
+    int64_t px = 0;
+    for (; px < count && count >= 8; px += 8) {
+        if (px + 8 > count)
+            px = count - 8; /* the last group overlaps the one before: same values again */
+        const uint8_t *x0 = xb + px * x_step;
+        __m512i l0 = _mm512_setzero_si512(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0,
+                l3 = l0, h3 = l0;
+        const int16_t *wp = packed;
+        for (int p = 0; p < npairs; p++, wp += 64) {
+            const __m512i w_lo = _mm512_loadu_si512((const void *)wp);
+            const __m512i w_hi = _mm512_loadu_si512((const void *)(wp + 32));
+            const int64_t o0 = rel[2 * p], o1 = rel[2 * p + 1];
+            PAIR_STEP512(x0, x0 + x_step, l0, h0);
+            PAIR_STEP512(x0 + 2 * x_step, x0 + 3 * x_step, l1, h1);
+            PAIR_STEP512(x0 + 4 * x_step, x0 + 5 * x_step, l2, h2);
+            PAIR_STEP512(x0 + 6 * x_step, x0 + 7 * x_step, l3, h3);
+        }
+        const int64_t e = e0 + px * y_step;
+        finish512(k, l0, h0, bias_adj, m, y, e, e + y_step, mask, mask, lo, hi);
+        finish512(k, l1, h1, bias_adj, m, y, e + 2 * y_step, e + 3 * y_step, mask, mask, lo,
+                  hi);
+        finish512(k, l2, h2, bias_adj, m, y, e + 4 * y_step, e + 5 * y_step, mask, mask, lo,
+                  hi);
+        finish512(k, l3, h3, bias_adj, m, y, e + 6 * y_step, e + 7 * y_step, mask, mask, lo,
+                  hi);
+    }
+    for (; px < count; px += 2) {
+        if (px + 2 > count)
+            px = count - 2 < 0 ? 0 : count - 2; /* overlapping, or one pixel twice */
+        const int64_t second = px + 1 < count ? px + 1 : px;
+        __m512i l0 = _mm512_setzero_si512(), h0 = l0;
+        const int16_t *wp = packed;
+        for (int p = 0; p < npairs; p++, wp += 64) {
+            const __m512i w_lo = _mm512_loadu_si512((const void *)wp);
+            const __m512i w_hi = _mm512_loadu_si512((const void *)(wp + 32));
+            const int64_t o0 = rel[2 * p], o1 = rel[2 * p + 1];
+            PAIR_STEP512(xb + px * x_step, xb + second * x_step, l0, h0);
+        }
+        finish512(k, l0, h0, bias_adj, m, y, e0 + px * y_step, e0 + second * y_step, mask, mask,
+                  lo, hi);
+        if (second == px)
+            break;
     }
 }
 

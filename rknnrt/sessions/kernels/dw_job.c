@@ -19,7 +19,7 @@ struct DwJob {
     const int32_t *w, *bias;
     const float *m;
     void *y;
-    int level, fast, npairs;
+    int level, fast, npairs, paired; /* paired: <= 16 channels, two pixels a vector */
     int64_t ow_lo, ow_hi, interior_end, blocks;
     float lo, hi;
     int16_t *packed;
@@ -27,12 +27,13 @@ struct DwJob {
     int64_t *rel;
     uint8_t *frame;
     void *memory;
+    float m_twice[32]; /* paired: m's channels in lanes 0-15 and again in 16-31 */
 };
 
 struct DwPacked {
     const int32_t *w_key, *bias_key; /* the inputs they were packed from */
     int64_t xz, c, kh, kw;
-    int width;
+    int width, paired;
     int16_t *packed;
     int32_t *bias_adj;
 };
@@ -47,25 +48,26 @@ __attribute__((visibility("default"))) int64_t rknnrt_dw_packings(void) {
 
 /* the cached packing when it was made from these inputs for this geometry, else NULL */
 static const DwPacked *cached(DwPacked *const *cache, const DwParams *k, const Shape *s,
-                              const int32_t *w, const int32_t *bias, int width) {
+                              const int32_t *w, const int32_t *bias, int width, int paired) {
     const DwPacked *hit = cache ? __atomic_load_n(cache, __ATOMIC_ACQUIRE) : NULL;
     if (hit == NULL || hit->w_key != w || hit->bias_key != bias || hit->xz != k->xz ||
-        hit->c != s->c || hit->kh != s->kh || hit->kw != s->kw || hit->width != width)
+        hit->c != s->c || hit->kh != s->kh || hit->kw != s->kw || hit->width != width ||
+        hit->paired != paired)
         return NULL;
     return hit;
 }
 
 /* a copy of a job's fresh packing, published in an empty *cache (a lost race frees it) */
 static void publish(DwPacked **cache, const DwParams *k, const Shape *s, const int32_t *w,
-                    const int32_t *bias, int width, const int16_t *packed, size_t packed_n,
-                    const int32_t *bias_adj, size_t bias_n) {
+                    const int32_t *bias, int width, int paired, const int16_t *packed,
+                    size_t packed_n, const int32_t *bias_adj, size_t bias_n) {
     if (cache == NULL || __atomic_load_n(cache, __ATOMIC_ACQUIRE) != NULL)
         return;
     DwPacked *made = (DwPacked *)malloc(sizeof(DwPacked) + packed_n * sizeof(int16_t) +
                                         bias_n * sizeof(int32_t));
     if (made == NULL)
         return; /* (the next run packs again) */
-    *made = (DwPacked){w, bias, k->xz, s->c, s->kh, s->kw, width, NULL, NULL};
+    *made = (DwPacked){w, bias, k->xz, s->c, s->kh, s->kw, width, paired, NULL, NULL};
     made->packed = (int16_t *)(made + 1);
     made->bias_adj = (int32_t *)(made->packed + packed_n);
     memcpy(made->packed, packed, packed_n * sizeof(int16_t));
@@ -73,6 +75,28 @@ static void publish(DwPacked **cache, const DwParams *k, const Shape *s, const i
     DwPacked *empty = NULL;
     if (!__atomic_compare_exchange_n(cache, &empty, made, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         free(made);
+}
+
+/* the paired path's packing (interior_avx512_pairs): the <= 16 channels' weights and bias in
+ * lanes 0-15 of a 32-channel block and again in 16-31; 0, or -1 when memory runs out */
+static int pack_twice(const Shape *s, const int32_t *w, const int32_t *bias, int64_t xz,
+                      int npairs, int16_t *packed, int32_t *bias_adj) {
+    const int64_t taps = s->kh * s->kw;
+    int32_t *twice = (int32_t *)calloc((size_t)(taps + 1) * 32, sizeof(int32_t));
+    if (twice == NULL)
+        return -1;
+    for (int64_t c = 0; c < 32; c++) {
+        if (c % 16 >= s->c)
+            continue;
+        for (int64_t t = 0; t < taps; t++)
+            twice[t * 32 + c] = w[t * s->c + c % 16];
+        twice[taps * 32 + c] = bias[c % 16];
+    }
+    Shape wide = *s;
+    wide.c = 32;
+    pack_interior(&wide, twice, twice + taps * 32, xz, npairs, 32, packed, bias_adj);
+    free(twice);
+    return 0;
 }
 
 DwJob *dw_begin(const DwParams *kp, const Shape *sp, const void *x, const int32_t *w,
@@ -111,12 +135,22 @@ DwJob *dw_begin(const DwParams *kp, const Shape *sp, const void *x, const int32_
         const int64_t fh = s->h + k->pt + k->pb, fw = s->w + k->pl + k->pr;
         j->frame = (uint8_t *)malloc((size_t)(s->n * fh * fw * s->c));
         if (j->frame != NULL) {
-            memset(j->frame, (int)(uint8_t)k->xz, (size_t)(s->n * fh * fw * s->c));
-            for (int64_t n = 0; n < s->n; n++)
-                for (int64_t h = 0; h < s->h; h++)
-                    memcpy(j->frame + (((n * fh + h + k->pt) * fw + k->pl) * s->c),
-                           (const uint8_t *)x + (size_t)((n * s->h + h) * s->w * s->c),
-                           (size_t)(s->w * s->c));
+            /* the padding rows and columns hold xz, the rows between are the input's */
+            const int pad = (int)(uint8_t)k->xz;
+            const size_t row = (size_t)(fw * s->c), left = (size_t)(k->pl * s->c);
+            const size_t right = (size_t)(k->pr * s->c), inside = (size_t)(s->w * s->c);
+            for (int64_t n = 0; n < s->n; n++) {
+                uint8_t *image = j->frame + (size_t)(n * fh) * row;
+                memset(image, pad, (size_t)k->pt * row);
+                memset(image + (size_t)(k->pt + s->h) * row, pad, (size_t)k->pb * row);
+                for (int64_t h = 0; h < s->h; h++) {
+                    uint8_t *r = image + (size_t)(h + k->pt) * row;
+                    memset(r, pad, left);
+                    memcpy(r + left, (const uint8_t *)x + (size_t)(n * s->h + h) * inside,
+                           inside);
+                    memset(r + left + inside, pad, right);
+                }
+            }
             j->k.pt = j->k.pl = j->k.pb = j->k.pr = 0;
             s->h = fh, s->w = fw;
             j->x = j->frame;
@@ -124,15 +158,26 @@ DwJob *dw_begin(const DwParams *kp, const Shape *sp, const void *x, const int32_
     }
     if (j->fast) {
         const int width = j->fast == 2 ? 32 : 16;
-        const DwPacked *hit = cached(cache, k, s, w, bias, width);
+        j->paired = j->fast == 2 && s->c <= 16;
+        if (j->paired)
+            for (int64_t c = 0; c < 32; c++)
+                j->m_twice[c] = c % 16 < s->c ? m[c % 16] : 0.0f;
+        const DwPacked *hit = cached(cache, k, s, w, bias, width, j->paired);
         if (hit != NULL) {
             j->packed = hit->packed;
             j->bias_adj = hit->bias_adj;
         } else {
-            pack_interior(s, w, bias, k->xz, j->npairs, width, j->packed, j->bias_adj);
+            if (j->paired ? pack_twice(s, w, bias, k->xz, j->npairs, j->packed, j->bias_adj)
+                          : (pack_interior(s, w, bias, k->xz, j->npairs, width, j->packed,
+                                           j->bias_adj), 0)) {
+                free(j->frame);
+                free(j->memory);
+                free(j);
+                return NULL;
+            }
             __atomic_add_fetch(&packings, 1, __ATOMIC_RELAXED);
-            publish(cache, k, s, w, bias, width, j->packed, (size_t)j->npairs * padded * 2,
-                    j->bias_adj, padded);
+            publish(cache, k, s, w, bias, width, j->paired, j->packed,
+                    (size_t)j->npairs * padded * 2, j->bias_adj, padded);
         }
         for (int64_t i = 0; i < s->kh; i++)
             for (int64_t jj = 0; jj < s->kw; jj++)
@@ -190,7 +235,12 @@ void dw_do_rows(const DwJob *j, int64_t r0, int64_t r1) {
                 const int64_t iw0 = ow_lo * k->sw - k->pl;
                 const int64_t base = ((n * s->h + ih0) * s->w + iw0) * s->c;
                 const size_t out = (size_t)(((n * s->oh + oh) * s->ow + ow_lo) * s->c);
-                if (j->fast == 2)
+                if (j->paired)
+                    interior_avx512_pairs(k, (const uint8_t *)x + base, j->rel, j->npairs,
+                                          j->packed, s->c, j->bias_adj, j->m_twice, y,
+                                          (int64_t)out, lo, hi, ow_hi - ow_lo, k->sw * s->c,
+                                          s->c);
+                else if (j->fast == 2)
                     interior_avx512(k, (const uint8_t *)x + base, j->rel, j->npairs, j->packed,
                                     s->c, j->bias_adj, m, y, (int64_t)out, lo, hi,
                                     ow_hi - ow_lo, k->sw * s->c, s->c);
@@ -200,6 +250,8 @@ void dw_do_rows(const DwJob *j, int64_t r0, int64_t r1) {
                                   ow_hi - ow_lo, k->sw * s->c, s->c);
             }
 #endif
+            if (row_fast && ow_lo == 0 && ow_hi == s->ow && j->interior_end == s->c)
+                continue; /* (a framed input's rows: every pixel done inside) */
             for (int64_t ow = 0; ow < s->ow; ow++) {
                 const int64_t iw0 = ow * k->sw - k->pl;
                 const size_t out = (size_t)(((n * s->oh + oh) * s->ow + ow) * s->c);

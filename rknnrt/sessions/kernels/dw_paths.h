@@ -34,6 +34,12 @@ void interior_avx2(const DwParams *k, const void *x, const int64_t *rel, int npa
                    const int16_t *packed, int64_t blocks, const int32_t *bias_adj,
                    const float *m, void *y, int64_t e0, float lo_f, float hi_f, int64_t count,
                    int64_t x_step, int64_t y_step);
+/* the same for at most 16 channels, two pixels a vector (packed, bias_adj, m: 32 lanes, the
+ * channels twice) */
+void interior_avx512_pairs(const DwParams *k, const void *x, const int64_t *rel, int npairs,
+                           const int16_t *packed, int64_t channels, const int32_t *bias_adj,
+                           const float *m, void *y, int64_t e0, float lo_f, float hi_f,
+                           int64_t count, int64_t x_step, int64_t y_step);
 void interior_avx512(const DwParams *k, const void *x, const int64_t *rel, int npairs,
                      const int16_t *packed, int64_t channels, const int32_t *bias_adj,
                      const float *m, void *y, int64_t e0, float lo_f, float hi_f, int64_t count,
