@@ -39,8 +39,14 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
             not switches.int8_affine_kernel():  # fmt: skip
         return graph, set()
     model = onnx.load_model_from_string(bytes(graph))
+    # Muls of a dequantised tensor first: the lookup tables cost more than the scan
+    dequantised = {n.output[0] for n in model.graph.node if n.op_type == "DequantizeLinear"}
+    muls = [n for n in model.graph.node if n.op_type == "Mul" and n.input and
+            n.input[0] in dequantised]  # fmt: skip
+    if not muls:
+        return graph, set()
     g = _Lookup(model.graph, weights)
-    found = [c for c in (_chain(g, node) for node in model.graph.node) if c is not None]
+    found = [c for c in (_chain(g, node) for node in muls) if c is not None]
     if found:  # (the channel axis is 1 only where x's rank is the constants')
         ranks = _ranks(model)
         found = [c for c in found if ranks.get(c[0].output[0]) == c[-1]]

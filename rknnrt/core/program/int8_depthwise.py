@@ -204,6 +204,9 @@ def _candidate(g: _Lookup, conv) -> dict | None:
 def depthwise_as_float(graph, weights: Mapping[str, np.ndarray]) -> int:
     """Rewrite each depthwise QDQ conv onnxruntime would run slowly (see the module doc) in
     place; returns how many were rewritten."""
+    # grouped convs first: the lookup tables cost more than the scan
+    if not any(n.op_type == "Conv" and int(_attr(n, "group", 1)) > 1 for n in graph.node):
+        return 0
     g = _Lookup(graph, weights)
     taken = set(g.producer) | set(g.inline) | set(weights) | {i.name for i in graph.input}
     replace: dict[int, list] = {}

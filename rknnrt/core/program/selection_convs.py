@@ -79,6 +79,12 @@ def selection(g: _Lookup, conv) -> tuple[np.ndarray, np.ndarray] | None:
 
 def selections_as_gathers(graph, weights: Mapping[str, np.ndarray]) -> int:
     """Rewrite each selection conv in place; returns how many were rewritten."""
+    # convs whose weights are not dequantised first: the lookup tables cost more than the
+    # scan (an int8 graph's convs all read DequantizeLinear weights)
+    dequantised = {n.output[0] for n in graph.node if n.op_type == "DequantizeLinear"}
+    if not any(n.op_type == "Conv" and len(n.input) > 1 and n.input[1] not in dequantised
+               for n in graph.node):  # fmt: skip
+        return 0
     g = _Lookup(graph, weights)
     taken = set(g.producer) | set(g.inline) | set(weights) | {i.name for i in graph.input}
     replace: dict[int, list] = {}

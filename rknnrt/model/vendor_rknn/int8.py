@@ -55,6 +55,12 @@ def family(npu_format: str) -> str:
     return INT8_FAMILY.get(npu_format, npu_format)
 
 
+def _first_value(regs: np.ndarray, values: np.ndarray, reg: int) -> int | None:
+    """The first value a task's commands write to `reg`, or None."""
+    at = np.flatnonzero(regs == reg)
+    return int(values[at[0]]) if at.size else None
+
+
 class RegisterFile:
     """The register values each op's first convolution task programs (op index -> regs)."""
 
@@ -87,13 +93,18 @@ class RegisterFile:
                 if table is not None:  # (rk3566 uploads the LE and LO tables in two tasks)
                     self.lut_by_op.setdefault(op, table)
                 continue
-            # each register's first value: a dict of the reversed commands keeps the first
+            self._tasks.setdefault(op, []).append((reg, value))
+            # the op's first task, and its first that programs the output conversion (a
+            # convolution task: enable mask 0x1d on rk3588, 0x1f on rk3566; pooling tasks do
+            # not set it), as dicts of each register's first value; other tasks need none (an
+            # op has tens of tasks: a dict per task was most of this constructor)
+            want_cvt = self.cvt is not None and op not in self.by_op
+            if op in self.first and not want_cvt:
+                continue
+            # a dict of the reversed commands keeps each register's first value
             regs = dict(zip(reg[::-1].tolist(), value[::-1].tolist()))
             self.first.setdefault(op, regs)
-            self._tasks.setdefault(op, []).append((reg, value))
-            # the op's first task that programs the output conversion (a convolution task:
-            # enable mask 0x1d on rk3588, 0x1f on rk3566; pooling tasks do not set it)
-            if self.cvt is not None and op not in self.by_op and all(r in regs for r in self.cvt):
+            if want_cvt and all(r in regs for r in self.cvt):
                 self.by_op[op] = regs
 
     def register_values(self, n: Node, reg: int) -> set[int]:
@@ -108,10 +119,10 @@ class RegisterFile:
         register out when it is 0 (a real-size DeiT's attention whose output zero point is 0)."""
         rows = []
         for regs, values in self._tasks.get(n.index, []) if self.cvt is not None else []:
-            first = dict(zip(regs[::-1].tolist(), values[::-1].tolist()))
-            if all(r in first for r in self.cvt[1:]):
-                offset, scale, shift = first.get(self.cvt[0], 0), first[self.cvt[1]], \
-                    first[self.cvt[2]]  # fmt: skip
+            # each register's first value in the task (None: not written)
+            offset, scale, shift = (_first_value(regs, values, r) for r in self.cvt)
+            if scale is not None and shift is not None:
+                offset = offset or 0
                 rows.append((offset - (1 << 32) if offset >> 31 else offset, scale & 0xFFFF, shift))
         return rows
 
