@@ -167,9 +167,12 @@ DwJob *dw_begin(const DwParams *kp, const Shape *sp, const void *x, const int32_
             j->packed = hit->packed;
             j->bias_adj = hit->bias_adj;
         } else {
-            if (j->paired ? pack_twice(s, w, bias, k->xz, j->npairs, j->packed, j->bias_adj)
-                          : (pack_interior(s, w, bias, k->xz, j->npairs, width, j->packed,
-                                           j->bias_adj), 0)) {
+            int failed = 0;
+            if (j->paired)
+                failed = pack_twice(s, w, bias, k->xz, j->npairs, j->packed, j->bias_adj);
+            else
+                pack_interior(s, w, bias, k->xz, j->npairs, width, j->packed, j->bias_adj);
+            if (failed) {
                 free(j->frame);
                 free(j->memory);
                 free(j);
