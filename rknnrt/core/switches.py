@@ -101,9 +101,10 @@ INT8_AFFINE_KERNEL = Switch(
 )  # fmt: skip
 INT8_BYTE_MAP_KERNEL = Switch(
     "RKNNRT_INT8_BYTE_MAP_KERNEL", "1",
-    "0 runs an int8 program's per-tensor requantisations (its int8 input to uint8) as "
-    "onnxruntime's DequantizeLinear, QuantizeLinear and Transpose instead of one table pass "
-    "of rknnrt's compiled kernel (core/program/byte_maps.py; same outputs; read at rknn_init)",
+    "0 runs an int8 program's per-tensor requantisations (its int8 input to uint8) and its "
+    "quantised activations (DequantizeLinear, HardSigmoid, QuantizeLinear, ...) as "
+    "onnxruntime's nodes instead of one table pass of rknnrt's compiled kernel "
+    "(core/program/byte_maps.py, byte_tables.py; same outputs; read at rknn_init)",
 )  # fmt: skip
 INT8_CHANNEL_MUL_KERNEL = Switch(
     "RKNNRT_INT8_CHANNEL_MUL_KERNEL", "1",

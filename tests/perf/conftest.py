@@ -73,6 +73,27 @@ def infer_lite(path: str, inputs: list) -> list[list]:
         runtime.release()
 
 
+def every_byte(dtype, dims: list[int]):
+    """A `dtype` (uint8 or int8) array of `dims` holding every byte value in every position
+    class (mod 16, mod the channel count), in a fixed order."""
+    import numpy as np
+
+    count = int(np.prod(dims))
+    return (np.arange(count) * 37 % 256).astype(np.uint8).view(dtype).reshape(dims)
+
+
+def one_input_model(nodes: list, x_type: int, dims: list[int], outputs: list,
+                    inits: list) -> bytes:  # fmt: skip
+    """The serialised opset-17 model of `nodes` reading graph input "x" (`x_type`, `dims`)."""
+    from onnx import helper
+
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", x_type, dims)],
+                              outputs, inits)  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
 def outputs_on_and_off(monkeypatch, switch, path: str, inputs: list) -> dict[str, list]:
     """{"1": ..., "0": ...}: the first output of the `.rknn` at `path` for each NCHW input, as
     float32 arrays, loaded with `switch` on and then off."""

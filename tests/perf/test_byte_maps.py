@@ -14,7 +14,9 @@ from rknnrt.core import switches
 from rknnrt.core.program import byte_maps, whole
 from tests.perf.conftest import (
     assert_switch_and_missing_compiler_keep,
+    every_byte,
     int8_network,
+    one_input_model,
     outputs_on_and_off,
     programs_opened,
 )
@@ -38,17 +40,7 @@ def _requant(x_type: int, y_type: int, dims: list[int], x_scale: float, x_zp: in
     outputs = [helper.make_tensor_value_info("y", y_type, None)]
     if extra_reader:
         outputs.append(helper.make_tensor_value_info("d", TensorProto.FLOAT, None))
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", x_type, dims)],
-                              outputs, inits)  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model.SerializeToString()
-
-
-def _every_byte(x_type: int, dims: list[int]) -> np.ndarray:
-    """Every byte value in every plane position class, in a fixed order."""
-    count = int(np.prod(dims))
-    return (np.arange(count) * 37 % 256).astype(np.uint8).view(_NP[x_type]).reshape(dims)
+    return one_input_model(nodes, x_type, dims, outputs, inits)
 
 
 def _onnxruntime(graph: bytes, x: np.ndarray) -> np.ndarray:
@@ -84,7 +76,7 @@ def test_the_kernel_gives_the_nodes_bytes(library, dims, same_scale) -> None:
     (table reads), one channel (NCHW and NHWC the same bytes)."""
     params = (0.02, -3, 0.02, 125) if same_scale else (0.02, -3, 0.013, 120)
     graph = _requant(_S8, _U8, dims, *params, nhwc=True)
-    x = _every_byte(_S8, dims)
+    x = every_byte(np.int8, dims)
     rewritten, unused = byte_maps.rewrite(graph, {})
     assert not unused
     ops = [n.op_type for n in onnx.load_model_from_string(rewritten).graph.node]

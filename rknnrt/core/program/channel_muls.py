@@ -57,7 +57,7 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
     if not muls:
         return graph, set()
     g = _Lookup(model.graph, weights)
-    shapes = _Shapes(model, g)
+    shapes = graph_edit.StaticShapes(model, g.shapes, g.producer)
     found = [m for m in (_multiply(g, shapes, n) for n in muls) if m is not None]
     if not found or not dw_kernel.library_ready():
         return graph, set()
@@ -102,7 +102,7 @@ def ratio(x_scale: float, gate_scale: float, y_scale: float) -> np.float32:
     return np.float32(product / np.float32(y_scale))
 
 
-def _multiply(g: _Lookup, shapes: _Shapes, mul) -> tuple | None:
+def _multiply(g: _Lookup, shapes: graph_edit.StaticShapes, mul) -> tuple | None:
     """(Mul, x's DequantizeLinear, the gate's, the QuantizeLinear, the op's parameters, the
     byte type, x's dims, the gate's) of a fusable per-channel int8 multiply at `mul`, either
     operand the gate, or None."""
@@ -132,43 +132,6 @@ def _multiply(g: _Lookup, shapes: _Shapes, mul) -> tuple | None:
     zx, zg, zy = (float(z.reshape(())) for z in zps)
     params = np.array([r, zx, zg, zy], np.float32)
     return mul, dqs[0], dqs[1], quant, params, next(iter(types)), a, b
-
-
-class _Shapes:
-    """Static tensor shapes: as the graph records them, else as onnx infers them (once, when
-    first asked; nothing where inference fails)."""
-
-    def __init__(self, model, g: _Lookup) -> None:
-        self.model, self.g = model, g
-        self.inferred: dict[str, list[int]] | None = None
-
-    def of(self, name: str) -> list[int] | None:
-        recorded = self._dims(self.g.shapes.get(name))
-        if recorded is not None:
-            return recorded
-        if self.inferred is None:
-            self.inferred = self._infer()
-        return self.inferred.get(name)
-
-    def _infer(self) -> dict[str, list[int]]:
-        try:
-            graph = onnx.shape_inference.infer_shapes(self.model).graph
-        except Exception:  # onnx's inference raises several types: then nothing is known
-            return {}
-        found = {}
-        for v in (*graph.input, *graph.value_info, *graph.output):
-            if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape"):
-                dims = self._dims(v.type.tensor_type.shape)
-                if dims is not None:
-                    found[v.name] = dims
-        return found
-
-    @staticmethod
-    def _dims(shape) -> list[int] | None:
-        if shape is None or any(not d.HasField("dim_value") or d.dim_value <= 0
-                                for d in shape.dim):  # fmt: skip
-            return None
-        return [d.dim_value for d in shape.dim]
 
 
 def _gate_of(x: list[int] | None, gate: list[int] | None) -> bool:

@@ -1,6 +1,7 @@
 """The node-list edits the runtime's rewrites share (fast_graph, int8_depthwise, int8_islands,
-fp16_layout, fp16_round): splice replacements in place of nodes, drop what nothing reads any
-more, and read a Cast's target type."""
+fp16_layout, fp16_round, channel_muls, byte_tables): splice replacements in place of nodes,
+drop what nothing reads any more, read a Cast's target type, and the static shapes of a
+graph's tensors."""
 
 from __future__ import annotations
 
@@ -67,3 +68,70 @@ def drop_unused_weights(model: Any, weights: Any) -> set[str]:
     del model.graph.initializer[:]
     model.graph.initializer.extend(keep)
     return unused
+
+
+# ops whose output has their first input's shape
+_SAME_SHAPE = ("QuantizeLinear", "DequantizeLinear", "Cast", "Relu", "Clip", "LeakyRelu",
+               "HardSigmoid", "HardSwish", "Sigmoid", "Tanh")  # fmt: skip
+
+
+class StaticShapes:
+    """Static tensor shapes of `model`: as its graph records them (`recorded`: name ->
+    TensorShapeProto), or traced back through Transposes and shape-keeping ops to a recorded
+    one (`producer`: name -> node; the NHWC kernels record their own outputs), else as onnx
+    infers them (once, when first asked: ~6 ms of a MobileNetV3's rknn_init; nothing where
+    inference fails)."""
+
+    def __init__(self, model: Any, recorded: dict[str, Any],
+                 producer: dict[str, Any] | None = None) -> None:  # fmt: skip
+        self.model, self.recorded, self.producer = model, recorded, producer or {}
+        self.inferred: dict[str, list[int]] | None = None
+
+    def of(self, name: str) -> list[int] | None:
+        found = self._traced(name, 4)
+        if found is not None:
+            return found
+        if self.inferred is None:
+            self.inferred = self._infer()
+        return self.inferred.get(name)
+
+    def _traced(self, name: str, depth: int) -> list[int] | None:
+        """`name`'s recorded shape, or that of what a Transpose (permuted) or a shape-keeping
+        op (quantisation, activation, Cast) made it from, up to `depth` nodes back."""
+        recorded = self._dims(self.recorded.get(name))
+        node = self.producer.get(name)
+        if recorded is not None or depth == 0 or node is None or not node.input or \
+                node.domain not in ("", "ai.onnx"):  # fmt: skip
+            return recorded
+        below = self._traced(node.input[0], depth - 1)
+        if below is None:
+            return None
+        if node.op_type in _SAME_SHAPE:
+            return below
+        perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
+        if node.op_type == "Transpose" and perm is not None and \
+                sorted(perm) == list(range(len(below))):  # fmt: skip
+            return [below[i] for i in perm]
+        return None
+
+    def _infer(self) -> dict[str, list[int]]:
+        from ..lazy_imports import onnx
+
+        try:
+            graph = onnx.shape_inference.infer_shapes(self.model).graph
+        except Exception:  # onnx's inference raises several types: then nothing is known
+            return {}
+        found = {}
+        for v in (*graph.input, *graph.value_info, *graph.output):
+            if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape"):
+                dims = self._dims(v.type.tensor_type.shape)
+                if dims is not None:
+                    found[v.name] = dims
+        return found
+
+    @staticmethod
+    def _dims(shape: Any) -> list[int] | None:
+        if shape is None or any(not d.HasField("dim_value") or d.dim_value <= 0
+                                for d in shape.dim):  # fmt: skip
+            return None
+        return [d.dim_value for d in shape.dim]

@@ -23,6 +23,7 @@ from ..errors import MODEL_INVALID, PARAM_INVALID, RknnError
 from ..lazy_imports import onnx, ort
 from . import (
     byte_maps,
+    byte_tables,
     channel_muls,
     deadline,
     fast_graph,
@@ -62,7 +63,8 @@ def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes
     only select channels as Gathers (exact for finite values), depthwise int8 convs off a slow
     kernel path (exact), float-island convs accumulated in integers (the NPU's sums),
     per-channel affine int8 maps in one kernel pass (exact), per-tensor requantisations as one
-    table pass (exact), per-channel int8 multiplies in one kernel pass (exact). Each NPU
+    table pass (exact), quantised activations as one table pass (exact), per-channel int8
+    multiplies in one kernel pass (exact). Each NPU
     segment of a segmented program runs it too, and tools/vendor_diff for its per-layer
     values."""
     graph, unused = fast_graph.rewrite(graph), set()
@@ -72,6 +74,7 @@ def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes
                        (switches.int8_islands(), int8_islands),
                        (switches.int8_affine_kernel(), int8_affine),
                        (switches.int8_byte_map_kernel(), byte_maps),
+                       (switches.int8_byte_map_kernel(), byte_tables),
                        (switches.int8_channel_mul_kernel(), channel_muls)):
         if on:
             graph, dropped = module.rewrite(graph, weights)

@@ -11,7 +11,11 @@
  * (same scales, the zero point moved: int8 -> uint8 is + 128) runs as byte additions (SSE2), a
  * 3-channel NHWC interleave 16 pixels at a time (SSSE3 shuffles, where the CPU has AVX2); every
  * other case as table reads. Each path writes table[x]: the bytes cannot differ. Inputs: x,
- * table (uint8 [256]). */
+ * table (uint8 [256]).
+ *
+ * Ops `rknnrt.kernels::ByteTable_<x><y>`: y = table[x] in x's own layout and shape, any rank
+ * (an int8 program's DequantizeLinear -> activation -> QuantizeLinear: core/program/
+ * byte_tables.py computes the table). */
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -116,9 +120,31 @@ static void map_nhwc(const uint8_t *x, uint8_t *y, int64_t n, int64_t c, int64_t
     }
 }
 
+typedef struct ByteMapOp {
+    CustomOp base;
+    const char *name;
+    int x_type, y_type, plain; /* plain: ByteTable, y = table[x] in x's own layout */
+} ByteMapOp;
+
+typedef struct ByteMapKernel {
+    const OrtApi *api;
+    int plain;
+} ByteMapKernel;
+
+static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKernelInfo *info) {
+    (void)info;
+    ByteMapKernel *k = (ByteMapKernel *)calloc(1, sizeof(ByteMapKernel));
+    if (k != NULL)
+        *k = (ByteMapKernel){api, ((const ByteMapOp *)op)->plain};
+    return k;
+}
+
+static void destroy_kernel(void *kernel) { free(kernel); }
+
 static void compute(void *kernel, OrtKernelContext *ctx) {
     /* a failure can only leave the output unset, which onnxruntime reports itself */
-    const OrtApi *api = ((const ApiKernel *)kernel)->api;
+    const OrtApi *api = ((const ByteMapKernel *)kernel)->api;
+    const int plain = ((const ByteMapKernel *)kernel)->plain;
     const OrtValue *in[2] = {NULL, NULL};
     for (size_t i = 0; i < 2; i++)
         if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
@@ -127,14 +153,15 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     size_t rank = 0, tr = 0;
     if (tensor_dims(api, in[0], dims, 16, &rank) || tensor_dims(api, in[1], td, 16, &tr))
         return;
-    if (tr != 1 || td[0] != 256 || rank != 4)
+    if (tr != 1 || td[0] != 256 || (!plain && rank != 4))
         return;
     int64_t count = 1;
     for (size_t i = 0; i < rank; i++)
         count *= dims[i] > 0 ? dims[i] : 0;
-    const int64_t out_dims[4] = {dims[0], dims[2], dims[3], dims[1]};
+    const int64_t nhwc[4] = {dims[0], dims[2 % rank], dims[3 % rank], dims[1 % rank]};
     OrtValue *out = NULL;
-    if (FN(api, KernelContext_GetOutput)(ctx, 0, out_dims, rank, &out) != NULL || out == NULL)
+    if (FN(api, KernelContext_GetOutput)(ctx, 0, plain ? dims : nhwc, rank, &out) != NULL ||
+        out == NULL)
         return;
     void *x = NULL, *table = NULL, *y = NULL;
     if (FN(api, GetTensorMutableData)((OrtValue *)in[0], &x) != NULL ||
@@ -142,18 +169,13 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
         FN(api, GetTensorMutableData)(out, &y) != NULL || count == 0)
         return;
     const int shift = table_shift((const uint8_t *)table);
-    if (dims[1] > 1)
+    if (!plain && dims[1] > 1)
         map_nhwc((const uint8_t *)x, (uint8_t *)y, dims[0], dims[1], dims[2] * dims[3],
                  (const uint8_t *)table, shift);
-    else /* one channel: NCHW and NHWC are the same bytes */
+    else /* ByteTable, or one channel: NCHW and NHWC are the same bytes */
         map_plain((const uint8_t *)x, (uint8_t *)y, count, (const uint8_t *)table, shift);
 }
 
-typedef struct ByteMapOp {
-    CustomOp base;
-    const char *name;
-    int x_type, y_type;
-} ByteMapOp;
 
 static const char *op_name(const CustomOp *op) { return ((const ByteMapOp *)op)->name; }
 static size_t op_inputs(const CustomOp *op) { (void)op; return 2; }
@@ -166,16 +188,20 @@ static int op_output_type(const CustomOp *op, size_t i) {
     return ((const ByteMapOp *)op)->y_type;
 }
 
-#define BYTEMAP_OP(NAME, XT, YT)                                                               \
-    {{8, api_kernel_create, op_name, any_provider, op_input_type, op_inputs, op_output_type, op_outputs,  \
-      compute, api_kernel_destroy, required, required},                                        \
-     NAME, XT, YT}
+#define BYTEMAP_OP(NAME, XT, YT, PLAIN)                                                        \
+    {{8, create_kernel, op_name, any_provider, op_input_type, op_inputs, op_output_type,       \
+      op_outputs, compute, destroy_kernel, required, required},                                \
+     NAME, XT, YT, PLAIN}
 
 static ByteMapOp ops[BYTEMAP_OPS] = {
-    BYTEMAP_OP("ByteMap_u8u8", T_UINT8, T_UINT8),
-    BYTEMAP_OP("ByteMap_u8s8", T_UINT8, T_INT8),
-    BYTEMAP_OP("ByteMap_s8u8", T_INT8, T_UINT8),
-    BYTEMAP_OP("ByteMap_s8s8", T_INT8, T_INT8),
+    BYTEMAP_OP("ByteMap_u8u8", T_UINT8, T_UINT8, 0),
+    BYTEMAP_OP("ByteMap_u8s8", T_UINT8, T_INT8, 0),
+    BYTEMAP_OP("ByteMap_s8u8", T_INT8, T_UINT8, 0),
+    BYTEMAP_OP("ByteMap_s8s8", T_INT8, T_INT8, 0),
+    BYTEMAP_OP("ByteTable_u8u8", T_UINT8, T_UINT8, 1),
+    BYTEMAP_OP("ByteTable_u8s8", T_UINT8, T_INT8, 1),
+    BYTEMAP_OP("ByteTable_s8u8", T_INT8, T_UINT8, 1),
+    BYTEMAP_OP("ByteTable_s8s8", T_INT8, T_INT8, 1),
 };
 
 const CustomOp *bytemap_op(int index) { return &ops[index].base; }

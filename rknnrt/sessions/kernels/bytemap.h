@@ -5,9 +5,10 @@
 
 #include "ort_abi.h"
 
-#define BYTEMAP_OPS 4
+#define BYTEMAP_OPS 8
 
-/* op `rknnrt.kernels::ByteMap_<x><y>` number `index` (< BYTEMAP_OPS) */
+/* op number `index` (< BYTEMAP_OPS): `rknnrt.kernels::ByteMap_<x><y>` (0-3), then
+ * `ByteTable_<x><y>` (4-7) */
 const CustomOp *bytemap_op(int index);
 
 #endif
