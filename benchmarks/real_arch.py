@@ -21,7 +21,9 @@ Kind `int8b` is it with RKNNRT_INT8_BYTE_MAP_KERNEL=0 (the int8 input's Dequanti
 QuantizeLinear and Transpose as onnxruntime's nodes instead of one table pass,
 core/program/byte_maps.py). Kind `int8m` is it with RKNNRT_INT8_CHANNEL_MUL_KERNEL=0 (the
 squeeze-and-excitation multiplies as onnxruntime's QLinearMul instead of one kernel pass,
-core/program/channel_muls.py). Kind `fp16c` is the fp16 file with
+core/program/channel_muls.py). Kind `int8s` is it with RKNNRT_INT8_EXACT_SOFTMAX=0
+(onnxruntime's QLinearSoftmax fusion, core/program/softmax_quantize.py). Kind `fp16c` is the
+fp16 file with
 RKNNRT_FP16_ROUND_KERNEL=0 (its float16 roundings as Cast pairs instead of the compiled
 one-pass kernel, core/program/fp16_round.py): `--kinds fp16c,fp16`.
 
@@ -60,7 +62,7 @@ def main() -> None:
                         help="programs to time: int8, fp16, int8f (int8 without the compiled "
                              "depthwise kernel), int8v (without the VNNI conv kernel), int8b "
                              "(without the input's table pass), int8m (without the channel "
-                             "multiply kernel), fp16c "
+                             "multiply kernel), int8s (with onnxruntime's QLinearSoftmax), fp16c "
                              "(fp16 without the compiled rounding kernel)")  # fmt: skip
     args = parser.parse_args()
     names = [n for n in catalog.NETWORKS if not args.models or n in args.models.split(",")]
@@ -97,12 +99,13 @@ def main() -> None:
     print(f"{'geometric mean':24s} {'':10s} {pad} {' '.join(f'{geo[k]:9.2f}' for k in kinds)}")
 
 
-KINDS = ("int8f", "int8v", "int8b", "int8m", "int8", "fp16c", "fp16")
+KINDS = ("int8f", "int8v", "int8b", "int8m", "int8s", "int8", "fp16c", "fp16")
 # a variant: (the kind whose file it loads, the switch it loads that file with at 0)
 VARIANTS = {"int8f": ("int8", switches.INT8_DW_KERNEL),
             "int8v": ("int8", switches.INT8_CONV_KERNEL),
             "int8b": ("int8", switches.INT8_BYTE_MAP_KERNEL),
             "int8m": ("int8", switches.INT8_CHANNEL_MUL_KERNEL),
+            "int8s": ("int8", switches.INT8_EXACT_SOFTMAX),
             "fp16c": ("fp16", switches.FP16_ROUND_KERNEL)}
 
 

@@ -35,6 +35,7 @@ from . import (
     int8_islands,
     layout_cache,
     selection_convs,
+    softmax_quantize,
 )
 
 
@@ -64,7 +65,8 @@ def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes
     kernel path (exact), float-island convs accumulated in integers (the NPU's sums),
     per-channel affine int8 maps in one kernel pass (exact), per-tensor requantisations as one
     table pass (exact), quantised activations as one table pass (exact), per-channel int8
-    multiplies in one kernel pass (exact). Each NPU
+    multiplies in one kernel pass (exact), a Softmax's QuantizeLinear kept from onnxruntime's
+    approximate QLinearSoftmax fusion (the nodes' bytes). Each NPU
     segment of a segmented program runs it too, and tools/vendor_diff for its per-layer
     values."""
     graph, unused = fast_graph.rewrite(graph), set()
@@ -75,7 +77,8 @@ def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes
                        (switches.int8_affine_kernel(), int8_affine),
                        (switches.int8_byte_map_kernel(), byte_maps),
                        (switches.int8_byte_map_kernel(), byte_tables),
-                       (switches.int8_channel_mul_kernel(), channel_muls)):
+                       (switches.int8_channel_mul_kernel(), channel_muls),
+                       (switches.int8_exact_softmax(), softmax_quantize)):
         if on:
             graph, dropped = module.rewrite(graph, weights)
             unused |= dropped

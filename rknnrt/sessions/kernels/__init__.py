@@ -3,10 +3,10 @@ the C compiler on first use and cached like librknnrt.so. dwconv.c: the depthwis
 the library's registration; dw_arith.c/.h: their arithmetic paths (dw_paths.h), dw_job.c: a
 convolution's job over them; f16round.c/.h: the float16 rounding op; affine.c/.h: the
 per-channel affine uint8 map; bytemap.c/.h: the byte-table requantisation; chanmul.c/.h: the
-per-channel requantised multiply; inputcast.c: an input's float32 conversions with their NaN
-check, called directly (`direct_calls`); qconv.c/.h: the dense int8 convs (VNNI),
-qconv_rows.c/qconv_job.h: their window rows; epilogue.h/.c: the convs' activation epilogue;
-ort_abi.h: the part of onnxruntime's C API used.
+per-channel requantised multiply; inputcast.c/.h: an input's float32 conversions with their NaN
+check, called directly (`direct_calls`), and the float32 quantising op; qconv.c/.h: the dense
+int8 convs (VNNI), qconv_rows.c/qconv_job.h: their window rows; epilogue.h/.c: the convs'
+activation epilogue; ort_abi.h: the part of onnxruntime's C API used.
 
 The library holds int8 depthwise convolutions with per-channel weight zero points in NHWC
 (core/program/int8_depthwise.py emits them; dwconv.c says what they compute) and the one-pass
@@ -45,7 +45,7 @@ SOURCES = (_HERE / "dwconv.c", _HERE / "dw_arith.c", _HERE / "dw_job.c", _HERE /
 HEADERS = (_HERE / "dw_arith.h", _HERE / "dw_paths.h", _HERE / "f16round.h", _HERE / "affine.h",
            _HERE / "qconv.h", _HERE / "api_kernel.h", _HERE / "epilogue.h", _HERE / "cpu.h",
            _HERE / "ort_abi.h", _HERE / "bytemap.h", _HERE / "qconv_job.h",
-           _HERE / "chanmul.h")
+           _HERE / "chanmul.h", _HERE / "inputcast.h")
 LIBRARY = "librknnrt_kernels.so"
 FLAGS = ("-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-ffp-contract=off", "-std=gnu99")
 

@@ -22,8 +22,8 @@
  * The arithmetic is dw_arith.c (scalar, AVX2 and AVX-512 paths chosen at run time, so a cached
  * build suits every x86-64 CPU); onnxruntime's C API as declared in ort_abi.h. RegisterCustomOps
  * also adds the library's other ops, f16round.c's RoundFloat16, affine.c's ChannelAffineU8,
- * bytemap.c's ByteMap_<x><y>, chanmul.c's ChannelMul_<t> and qconv.c's dense ConvInt8_u8<y>, to
- * the domain.
+ * bytemap.c's ByteMap_<x><y> and ByteTable_<x><y>, chanmul.c's ChannelMul_<t>, inputcast.c's
+ * QuantizeFloat_<t> and qconv.c's dense ConvInt8_u8<y>, to the domain.
  */
 
 #include <stdlib.h>
@@ -33,6 +33,7 @@
 #include "api_kernel.h"
 #include "bytemap.h"
 #include "chanmul.h"
+#include "inputcast.h"
 #include "f16round.h"
 #include "ort_abi.h"
 #include "qconv.h"
@@ -197,6 +198,8 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
     chanmul_set_parallel_api(parallel_api);
     for (int i = 0; !st && i < CHANMUL_OPS; i++)
         st = FN(api, CustomOpDomain_Add)(domain, chanmul_op(i));
+    for (int i = 0; !st && i < QUANTIZE_OPS; i++)
+        st = FN(api, CustomOpDomain_Add)(domain, quantize_op(i));
     qconv_set_parallel_api(parallel_api);
     for (int i = 0; !st && i < QCONV_OPS; i++)
         st = FN(api, CustomOpDomain_Add)(domain, qconv_op(i));

@@ -14,9 +14,12 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "api_kernel.h"
 #include "cpu.h"
+#include "inputcast.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -24,15 +27,18 @@ static int max_level = 2; /* set by rknnrt_inputcast_max_level: the tests' narro
 
 EXPORT void rknnrt_inputcast_max_level(int level) { max_level = level; }
 
-/* elements [i0, n) scalar; 1 on a NaN */
+/* elements [i0, n) scalar; 1 on a NaN, or with `nan_min` the type's minimum for it */
 static int quantize_scalar(const float *x, int64_t i0, int64_t n, float scale, int32_t zp,
-                           int is_signed, uint8_t *y) {
+                           int is_signed, int nan_min, uint8_t *y) {
     const float lo = (float)((is_signed ? -128 : 0) - zp);
     const float hi = (float)((is_signed ? 127 : 255) - zp);
     for (int64_t i = i0; i < n; i++) {
         float v = x[i];
-        if (v != v)
-            return 1;
+        if (v != v) {
+            if (!nan_min)
+                return 1;
+            v = lo * scale; /* (divided below: lo again) */
+        }
         v = v / scale;
         v = v < lo ? lo : (v > hi ? hi : v); /* integer bounds: clamp, then round */
         y[i] = (uint8_t)((int32_t)nearbyintf(v) + zp);
@@ -43,10 +49,12 @@ static int quantize_scalar(const float *x, int64_t i0, int64_t n, float scale, i
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-/* 16 at a time; returns the elements done, or -1 on a NaN */
+/* 16 at a time; returns the elements done, or -1 on a NaN (with `nan_min`: VMAXPS returns
+ * its second operand for a NaN, the lower bound, so NaN becomes the type's minimum) */
 __attribute__((target("avx512f"))) static int64_t quantize_avx512(const float *x, int64_t n,
                                                                   float scale, int32_t zp,
-                                                                  int is_signed, uint8_t *y) {
+                                                                  int is_signed, int nan_min,
+                                                                  uint8_t *y) {
     const __m512 s = _mm512_set1_ps(scale);
     const __m512 lo = _mm512_set1_ps((float)((is_signed ? -128 : 0) - zp));
     const __m512 hi = _mm512_set1_ps((float)((is_signed ? 127 : 255) - zp));
@@ -54,7 +62,7 @@ __attribute__((target("avx512f"))) static int64_t quantize_avx512(const float *x
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const __m512 v = _mm512_loadu_ps(x + i);
-        if (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q))
+        if (!nan_min && _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q))
             return -1;
         const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_div_ps(v, s), lo), hi);
         /* VCVTPS2DQ rounds by MXCSR (nearest even, as nearbyintf); in range after + zp */
@@ -66,7 +74,8 @@ __attribute__((target("avx512f"))) static int64_t quantize_avx512(const float *x
 
 __attribute__((target("avx2"))) static int64_t quantize_avx2(const float *x, int64_t n,
                                                              float scale, int32_t zp,
-                                                             int is_signed, uint8_t *y) {
+                                                             int is_signed, int nan_min,
+                                                             uint8_t *y) {
     const __m256 s = _mm256_set1_ps(scale);
     const __m256 lo = _mm256_set1_ps((float)((is_signed ? -128 : 0) - zp));
     const __m256 hi = _mm256_set1_ps((float)((is_signed ? 127 : 255) - zp));
@@ -74,7 +83,7 @@ __attribute__((target("avx2"))) static int64_t quantize_avx2(const float *x, int
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m256 v = _mm256_loadu_ps(x + i);
-        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
+        if (!nan_min && _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
             return -1;
         const __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_div_ps(v, s), lo), hi);
         const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(t), z);
@@ -100,19 +109,100 @@ __attribute__((target("avx2,f16c"))) static int64_t half_f16c(const float *x, in
 }
 #endif
 
-EXPORT int rknnrt_quantize_f32(const float *x, int64_t n, float scale, int32_t zp,
-                               int is_signed, uint8_t *y) {
+static int quantize(const float *x, int64_t n, float scale, int32_t zp, int is_signed,
+                    int nan_min, uint8_t *y) {
     int64_t done = 0;
 #if defined(__x86_64__) || defined(__i386__)
     if (max_level >= 2 && cpu_avx512f())
-        done = quantize_avx512(x, n, scale, zp, is_signed, y);
+        done = quantize_avx512(x, n, scale, zp, is_signed, nan_min, y);
     else if (max_level >= 1 && cpu_avx2())
-        done = quantize_avx2(x, n, scale, zp, is_signed, y);
+        done = quantize_avx2(x, n, scale, zp, is_signed, nan_min, y);
     if (done < 0)
         return 1;
 #endif
-    return quantize_scalar(x, done, n, scale, zp, is_signed, y);
+    return quantize_scalar(x, done, n, scale, zp, is_signed, nan_min, y);
 }
+
+EXPORT int rknnrt_quantize_f32(const float *x, int64_t n, float scale, int32_t zp,
+                               int is_signed, uint8_t *y) {
+    return quantize(x, n, scale, zp, is_signed, 0, y);
+}
+
+/* Ops `rknnrt.kernels::QuantizeFloat_<t>` (t: u8 or s8): QuantizeLinear(x, scale, zp) of a
+ * float32 tensor with per-tensor parameters, p = (scale, zp) (float32 [2]), the same values
+ * (a NaN: the type's minimum, as MLAS's). core/program/softmax_quantize.py puts one after a
+ * Softmax so that onnxruntime does not fuse DequantizeLinear -> Softmax -> QuantizeLinear into
+ * its QLinearSoftmax, which scales by floor(1 / ys) and sums its lookup table one element at
+ * a time (other bytes than the nodes' definition, and 3x slower). */
+typedef struct QuantizeOp {
+    CustomOp base;
+    const char *name;
+    int type;
+} QuantizeOp;
+
+typedef struct QuantizeKernel {
+    const OrtApi *api;
+    int is_signed;
+} QuantizeKernel;
+
+static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKernelInfo *info) {
+    (void)info;
+    QuantizeKernel *k = (QuantizeKernel *)calloc(1, sizeof(QuantizeKernel));
+    if (k != NULL)
+        *k = (QuantizeKernel){api, ((const QuantizeOp *)op)->type == T_INT8};
+    return k;
+}
+
+static void compute(void *kernel, OrtKernelContext *ctx) {
+    /* a failure can only leave the output unset, which onnxruntime reports itself */
+    const QuantizeKernel *k = (const QuantizeKernel *)kernel;
+    const OrtApi *api = k->api;
+    const OrtValue *in[2] = {NULL, NULL};
+    for (size_t i = 0; i < 2; i++)
+        if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
+            return;
+    int64_t dims[16], pd[16];
+    size_t rank = 0, pr = 0;
+    if (tensor_dims(api, in[0], dims, 16, &rank) || tensor_dims(api, in[1], pd, 16, &pr) ||
+        pr != 1 || pd[0] != 2)
+        return;
+    int64_t count = 1;
+    for (size_t i = 0; i < rank; i++)
+        count *= dims[i] > 0 ? dims[i] : 0;
+    OrtValue *out = NULL;
+    if (FN(api, KernelContext_GetOutput)(ctx, 0, dims, rank, &out) != NULL || out == NULL)
+        return;
+    void *x = NULL, *p = NULL, *y = NULL;
+    if (FN(api, GetTensorMutableData)((OrtValue *)in[0], &x) != NULL ||
+        FN(api, GetTensorMutableData)((OrtValue *)in[1], &p) != NULL ||
+        FN(api, GetTensorMutableData)(out, &y) != NULL || count == 0)
+        return;
+    const float *params = (const float *)p;
+    quantize((const float *)x, count, params[0], (int32_t)params[1], k->is_signed, 1,
+             (uint8_t *)y);
+}
+
+static void destroy_kernel(void *kernel) { free(kernel); }
+static const char *op_name(const CustomOp *op) { return ((const QuantizeOp *)op)->name; }
+static size_t op_inputs(const CustomOp *op) { (void)op; return 2; }
+static size_t op_outputs(const CustomOp *op) { (void)op; return 1; }
+static int op_input_type(const CustomOp *op, size_t i) { (void)op; (void)i; return T_FLOAT; }
+static int op_output_type(const CustomOp *op, size_t i) {
+    (void)i;
+    return ((const QuantizeOp *)op)->type;
+}
+
+#define QUANTIZE_OP(NAME, T)                                                                   \
+    {{8, create_kernel, op_name, any_provider, op_input_type, op_inputs, op_output_type,      \
+      op_outputs, compute, destroy_kernel, required, required},                                \
+     NAME, T}
+
+static QuantizeOp ops[QUANTIZE_OPS] = {
+    QUANTIZE_OP("QuantizeFloat_u8", T_UINT8),
+    QUANTIZE_OP("QuantizeFloat_s8", T_INT8),
+};
+
+const CustomOp *quantize_op(int index) { return &ops[index].base; }
 
 /* float32 -> float16 bits, nearest even, for a value that is not a NaN (the scalar path) */
 static uint16_t half_bits(float value) {
