@@ -87,4 +87,17 @@ static inline int tensor_dims(const OrtApi *api, const OrtValue *value, int64_t 
     return *rank <= most ? 0 : -1;
 }
 
+/* Output 0 of the node with `rank` dims `dims` (NULL where onnxruntime gives none), and in
+ * *count its element count (negative dims counted as 0). */
+static inline OrtValue *output_like(const OrtApi *api, OrtKernelContext *ctx, const int64_t *dims,
+                                    size_t rank, int64_t *count) {
+    *count = 1;
+    for (size_t i = 0; i < rank; i++)
+        *count *= dims[i] > 0 ? dims[i] : 0;
+    OrtValue *out = NULL;
+    if (FN(api, KernelContext_GetOutput)(ctx, 0, dims, rank, &out) != NULL)
+        return NULL;
+    return out;
+}
+
 #endif

@@ -94,11 +94,9 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     size_t rank = 0;
     if (tensor_dims(api, in, dims, 16, &rank))
         return;
-    int64_t count = 1;
-    for (size_t i = 0; i < rank; i++)
-        count *= dims[i] > 0 ? dims[i] : 0;
-    OrtValue *out = NULL;
-    if (FN(api, KernelContext_GetOutput)(ctx, 0, dims, rank, &out) != NULL || out == NULL)
+    int64_t count = 0;
+    OrtValue *out = output_like(api, ctx, dims, rank, &count);
+    if (out == NULL)
         return;
     void *x = NULL, *y = NULL;
     if (FN(api, GetTensorMutableData)((OrtValue *)in, &x) != NULL ||

@@ -166,11 +166,9 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     if (tensor_dims(api, in[0], dims, 16, &rank) || tensor_dims(api, in[1], pd, 16, &pr) ||
         pr != 1 || pd[0] != 2)
         return;
-    int64_t count = 1;
-    for (size_t i = 0; i < rank; i++)
-        count *= dims[i] > 0 ? dims[i] : 0;
-    OrtValue *out = NULL;
-    if (FN(api, KernelContext_GetOutput)(ctx, 0, dims, rank, &out) != NULL || out == NULL)
+    int64_t count = 0;
+    OrtValue *out = output_like(api, ctx, dims, rank, &count);
+    if (out == NULL)
         return;
     void *x = NULL, *p = NULL, *y = NULL;
     if (FN(api, GetTensorMutableData)((OrtValue *)in[0], &x) != NULL ||
