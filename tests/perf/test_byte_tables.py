@@ -141,3 +141,18 @@ def test_an_int8_networks_gates_are_table_passes(library, tmp_path, monkeypatch)
     assert on_ops.count("ByteTable_u8u8") == off_ops.count("HardSigmoid") == 9
     assert "HardSigmoid" not in on_ops
     assert all(a.tobytes() == b.tobytes() for a, b in zip(outs["1"], outs["0"]))
+
+
+@pytest.mark.parametrize("dims", [[], [5]])
+def test_a_scalar_and_a_vector_through_the_table(library, dims) -> None:
+    """A rank-0 and a rank-1 tensor (the plain form takes any rank; the NHWC ByteMap only 4)."""
+    graph = _chain_graph("hardswish", _U8, _U8, dims)
+    rewritten = byte_tables.rewrite(graph, {})[0]
+    assert [n.op_type for n in onnx.load_model_from_string(rewritten).graph.node] == \
+        ["ByteTable_u8u8"]  # fmt: skip
+    for value in (0, 77, 200, 255):
+        x = np.full(dims, value, np.uint8)
+        want = ort.InferenceSession(graph, providers=["CPUExecutionProvider"]).run(
+            None, {"x": x})[0]  # fmt: skip
+        got = whole.open_program(rewritten).run(None, {"x": x})[0]
+        assert got.shape == tuple(dims) and got.tobytes() == want.tobytes()

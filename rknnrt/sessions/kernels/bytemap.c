@@ -158,7 +158,9 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     int64_t count = 1;
     for (size_t i = 0; i < rank; i++)
         count *= dims[i] > 0 ? dims[i] : 0;
-    const int64_t nhwc[4] = {dims[0], dims[2 % rank], dims[3 % rank], dims[1 % rank]};
+    int64_t nhwc[4] = {0, 0, 0, 0};
+    if (!plain) /* (rank 4 here) */
+        nhwc[0] = dims[0], nhwc[1] = dims[2], nhwc[2] = dims[3], nhwc[3] = dims[1];
     OrtValue *out = NULL;
     if (FN(api, KernelContext_GetOutput)(ctx, 0, plain ? dims : nhwc, rank, &out) != NULL ||
         out == NULL)
@@ -175,7 +177,6 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     else /* ByteTable, or one channel: NCHW and NHWC are the same bytes */
         map_plain((const uint8_t *)x, (uint8_t *)y, count, (const uint8_t *)table, shift);
 }
-
 
 static const char *op_name(const CustomOp *op) { return ((const ByteMapOp *)op)->name; }
 static size_t op_inputs(const CustomOp *op) { (void)op; return 2; }
