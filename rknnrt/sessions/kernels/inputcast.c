@@ -37,7 +37,8 @@ static int quantize_scalar(const float *x, int64_t i0, int64_t n, float scale, i
         if (v != v) {
             if (!nan_min)
                 return 1;
-            v = lo * scale; /* (divided below: lo again) */
+            y[i] = (uint8_t)((int32_t)lo + zp); /* the type's minimum */
+            continue;
         }
         v = v / scale;
         v = v < lo ? lo : (v > hi ? hi : v); /* integer bounds: clamp, then round */
