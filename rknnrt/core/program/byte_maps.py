@@ -32,11 +32,9 @@ from ...sessions import kernels
 from .. import switches
 from ..lazy_imports import onnx
 from . import dw_kernel, graph_edit
-from .int8_depthwise import _INT8, _RANGES, _UINT8, _attr, _Lookup, _scalar
+from .int8_depthwise import _BYTE_NAMES, _BYTE_NUMPY, _RANGES, _attr, _Lookup, _scalar
 
 _NHWC = [0, 2, 3, 1]
-_SHORT = {_UINT8: "u8", _INT8: "s8"}
-_NUMPY = {_UINT8: np.uint8, _INT8: np.int8}
 
 
 def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set[str]]:
@@ -61,7 +59,7 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
         stem = f"{transpose.output[0]}__bytemap{k}"
         model.graph.initializer.append(onnx.numpy_helper.from_array(values, f"{stem}_table"))
         replace[id(dq)] = [onnx.helper.make_node(
-            f"ByteMap_{_SHORT[x_type]}{_SHORT[y_type]}", [dq.input[0], f"{stem}_table"],
+            f"ByteMap_{_BYTE_NAMES[x_type]}{_BYTE_NAMES[y_type]}", [dq.input[0], f"{stem}_table"],
             [transpose.output[0]], name=stem, domain=kernels.DOMAIN)]  # fmt: skip
         removed |= {id(quant), id(transpose)}
     graph_edit.set_nodes(model.graph, graph_edit.splice(model.graph, replace, removed))
@@ -73,12 +71,12 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
 def table(x_type: int, s1: float, z1: int, y_type: int, s2: float, z2: int) -> np.ndarray:
     """The 256 output bytes of DequantizeLinear(s1, z1) -> QuantizeLinear(s2, z2), indexed by
     the input byte (x_type, y_type: onnx's UINT8 or INT8)."""
-    x = np.arange(256, dtype=np.uint8).view(_NUMPY[x_type]).astype(np.float32)
+    x = np.arange(256, dtype=np.uint8).view(_BYTE_NUMPY[x_type]).astype(np.float32)
     v = (x - np.float32(z1)) * np.float32(s1)  # (x - z1) is exact in float32
     t = v / np.float32(s2)
     lo, hi = _RANGES[y_type]
     t = np.clip(t, np.float32(lo - z2), np.float32(hi - z2))
-    return (np.rint(t) + np.float32(z2)).astype(_NUMPY[y_type]).view(np.uint8)
+    return (np.rint(t) + np.float32(z2)).astype(_BYTE_NUMPY[y_type]).view(np.uint8)
 
 
 def _pair(g: _Lookup, dq) -> tuple | None:
@@ -93,7 +91,7 @@ def _pair(g: _Lookup, dq) -> tuple | None:
         return None
     x_type, y_type = g.elem_type(dq.input[2]), g.elem_type(quant.input[2])
     params = [_scalar(g, name) for name in (*dq.input[1:], *quant.input[1:])]
-    if x_type not in _SHORT or y_type not in _SHORT or any(p is None for p in params):
+    if x_type not in _BYTE_NAMES or y_type not in _BYTE_NAMES or any(p is None for p in params):
         return None
     s1, z1, s2, z2 = (p.reshape(()) for p in params)
     if not all(np.isfinite(s) and s > 0 for s in (s1, s2)):

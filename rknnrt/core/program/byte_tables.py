@@ -35,10 +35,8 @@ from ...sessions import factory, kernels, policies
 from .. import switches
 from ..lazy_imports import onnx
 from . import dw_kernel, graph_edit
-from .int8_depthwise import _INT8, _UINT8, _Lookup, _scalar
+from .int8_depthwise import _BYTE_NAMES, _BYTE_NUMPY, _Lookup, _per_tensor
 
-_SHORT = {_UINT8: "u8", _INT8: "s8"}
-_NUMPY = {_UINT8: np.uint8, _INT8: np.int8}
 # element-wise activations with no tensor input but x (Clip: its constant bounds)
 ACTIVATIONS = ("Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Elu",
                "Selu", "Softplus", "Softsign", "Clip", "Gelu", "Mish")  # fmt: skip
@@ -75,7 +73,7 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
         x_type, y_type = g.elem_type(dq.input[2]), g.elem_type(quant.input[2])
         stem, out = f"{quant.output[0]}__table{k}", quant.output[0]
         model.graph.initializer.append(onnx.numpy_helper.from_array(values, f"{stem}_table"))
-        op = f"ByteTable_{_SHORT[x_type]}{_SHORT[y_type]}"
+        op = f"ByteTable_{_BYTE_NAMES[x_type]}{_BYTE_NAMES[y_type]}"
         dims = shapes.of(dq.input[0])
         if dims is None or len(dims) != 4:
             made = [onnx.helper.make_node(op, [dq.input[0], f"{stem}_table"], [out], name=stem,
@@ -123,15 +121,6 @@ def _chain(g: _Lookup, dq) -> tuple | None:
     return dq, steps, node
 
 
-def _per_tensor(g: _Lookup, node) -> bool:
-    """Whether a DequantizeLinear's or QuantizeLinear's scale is one finite positive float32
-    and its zero point one uint8 or int8."""
-    scale, zp = _scalar(g, node.input[1]), _scalar(g, node.input[2])
-    return (scale is not None and zp is not None and scale.dtype == np.float32
-            and bool(np.isfinite(scale).all()) and float(scale.reshape(())) > 0
-            and g.elem_type(node.input[2]) in _SHORT)  # fmt: skip
-
-
 def tables(g: _Lookup, chains: list, opset: int) -> list[np.ndarray | None]:
     """Each chain's 256 output bytes as onnxruntime computes them under the program's policy,
     indexed by the input byte; None where they depend on the byte's position. One session for
@@ -160,7 +149,7 @@ def tables(g: _Lookup, chains: list, opset: int) -> list[np.ndarray | None]:
     # every byte at offset 0, then again after 1, 2, ... 15 fillers: each at every offset mod 16
     feeds = {}
     for k, (dq, _, _) in enumerate(chains):
-        every = np.arange(256, dtype=np.uint8).view(_NUMPY[g.elem_type(dq.input[2])])
+        every = np.arange(256, dtype=np.uint8).view(_BYTE_NUMPY[g.elem_type(dq.input[2])])
         feeds[f"x{k}"] = np.concatenate([np.concatenate([every[:1].repeat(j), every])
                                          for j in range(_OFFSETS)])  # fmt: skip
     key = model.SerializeToString()

@@ -34,9 +34,8 @@ from ...sessions import kernels
 from .. import switches
 from ..lazy_imports import onnx
 from . import dw_kernel, graph_edit
-from .int8_depthwise import _INT8, _UINT8, _dq, _Lookup, _scalar
+from .int8_depthwise import _BYTE_NAMES, _dq, _Lookup, _per_tensor, _scalar
 
-_SHORT = {_UINT8: "u8", _INT8: "s8"}
 # the largest |(x - zx)(g - zg)| is 255^2; with zy it must stay below 2^31 once scaled
 _MOST_RATIO = float((2**31 - 2**9) / 255**2)
 _LEAST_RATIO = float(np.finfo(np.float32).tiny)
@@ -82,7 +81,7 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
                                   name=f"{stem}_t"),  # fmt: skip
             onnx.helper.make_node("Transpose", [gate_dq.input[0]], [f"{stem}_g"], perm=last,
                                   name=f"{stem}_tg"),  # fmt: skip
-            onnx.helper.make_node(f"ChannelMul_{_SHORT[t]}", [f"{stem}_x", f"{stem}_g",
+            onnx.helper.make_node(f"ChannelMul_{_BYTE_NAMES[t]}", [f"{stem}_x", f"{stem}_g",
                                   f"{stem}_p"], [f"{stem}_y"], name=stem,
                                   domain=kernels.DOMAIN),  # fmt: skip
             onnx.helper.make_node("Transpose", [f"{stem}_y"], [quant.output[0]], perm=back,
@@ -115,12 +114,10 @@ def _multiply(g: _Lookup, shapes: graph_edit.StaticShapes, mul) -> tuple | None:
         return None
     nodes = (*dqs, quant)
     types = {g.elem_type(n.input[2]) for n in nodes}
+    if len(types) != 1 or not all(_per_tensor(g, n) for n in nodes):
+        return None
     scales = [_scalar(g, n.input[1]) for n in nodes]
     zps = [_scalar(g, n.input[2]) for n in nodes]
-    if len(types) != 1 or next(iter(types)) not in _SHORT or \
-            any(v is None for v in (*scales, *zps)) or \
-            any(s.dtype != np.float32 or not np.isfinite(s) or s <= 0 for s in scales):  # fmt: skip
-        return None
     r = ratio(*(float(s.reshape(())) for s in scales))
     if not _LEAST_RATIO <= r <= _MOST_RATIO:
         return None

@@ -51,6 +51,9 @@ _EXACT = float(2**24)  # integers up to this magnitude are exact in float32
 _EPSILON = float(np.finfo(np.float32).eps)
 _UINT8, _INT8 = 2, 3  # onnx.TensorProto.UINT8, INT8
 _RANGES = {_UINT8: (0, 255), _INT8: (-128, 127)}
+# the byte types' names in the kernels' op names, and their numpy types
+_BYTE_NAMES = {_UINT8: "u8", _INT8: "s8"}
+_BYTE_NUMPY = {_UINT8: np.uint8, _INT8: np.int8}
 
 def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set[str]]:
     """(`graph` with its slow depthwise int8 convs in the exact fast form, the names of the
@@ -119,6 +122,15 @@ def _dq(g: _Lookup, name: str):
 def _scalar(g: _Lookup, name: str) -> np.ndarray | None:
     value = g.const(name)
     return value if value is not None and value.size == 1 else None
+
+
+def _per_tensor(g: _Lookup, node) -> bool:
+    """Whether a DequantizeLinear's or QuantizeLinear's scale is one finite positive float32
+    and its zero point one uint8 or int8 (the table, multiply and softmax rewrites' rule)."""
+    scale, zp = _scalar(g, node.input[1]), _scalar(g, node.input[2])
+    return (scale is not None and zp is not None and scale.dtype == np.float32
+            and bool(np.isfinite(scale).all()) and float(scale.reshape(())) > 0
+            and g.elem_type(node.input[2]) in _BYTE_NAMES)  # fmt: skip
 
 
 def _quantize_after(g: _Lookup, conv) -> tuple[object, list] | None:

@@ -26,9 +26,7 @@ from ...sessions import kernels
 from .. import switches
 from ..lazy_imports import onnx
 from . import dw_kernel, graph_edit
-from .int8_depthwise import _INT8, _UINT8, _Lookup, _scalar
-
-_SHORT = {_UINT8: "u8", _INT8: "s8"}
+from .int8_depthwise import _BYTE_NAMES, _Lookup, _per_tensor, _scalar
 
 
 def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set[str]]:
@@ -50,7 +48,7 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
         name = f"{quant.output[0]}__softmaxq{k}"
         model.graph.initializer.append(onnx.numpy_helper.from_array(params, f"{name}_p"))
         replace[id(quant)] = [onnx.helper.make_node(
-            f"QuantizeFloat_{_SHORT[t]}", [quant.input[0], f"{name}_p"], [quant.output[0]],
+            f"QuantizeFloat_{_BYTE_NAMES[t]}", [quant.input[0], f"{name}_p"], [quant.output[0]],
             name=name, domain=kernels.DOMAIN)]  # fmt: skip
     graph_edit.set_nodes(model.graph, graph_edit.splice(model.graph, replace, set()))
     dw_kernel.import_domain(model)
@@ -65,9 +63,7 @@ def _quantize_after(g: _Lookup, softmax) -> tuple | None:
     if quant is None or quant.op_type != "QuantizeLinear" or quant.domain not in ("", "ai.onnx") \
             or len(quant.input) != 3 or quant.input[0] != softmax.output[0]:  # fmt: skip
         return None
-    scale, zp = _scalar(g, quant.input[1]), _scalar(g, quant.input[2])
-    t = g.elem_type(quant.input[2])
-    if scale is None or zp is None or t not in _SHORT or scale.dtype != np.float32 or \
-            not np.isfinite(scale).all() or float(scale.reshape(())) <= 0:  # fmt: skip
+    if not _per_tensor(g, quant):
         return None
-    return quant, np.array([float(scale.reshape(())), float(zp.reshape(()))], np.float32), t
+    scale, zp = (float(_scalar(g, name).reshape(())) for name in quant.input[1:])
+    return quant, np.array([scale, zp], np.float32), g.elem_type(quant.input[2])
