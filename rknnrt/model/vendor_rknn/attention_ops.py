@@ -40,11 +40,8 @@ SYMMETRIC_LEVELS = 127  # a symmetric int8 grid's steps on either side of 0
 
 
 def _const_words(b: GraphBuilder, name: str) -> np.ndarray | None:
-    cfg = next((t for t in b.m.tensors if t.name == name), None)
-    if cfg is None or cfg.kind not in CONST_KINDS:
-        return None
-    raw = bytes(b.m.data(cfg))
-    return np.frombuffer(raw, "<u2", len(raw) // 2)
+    raw = b.m.named_constant(name)
+    return None if raw is None else np.frombuffer(raw, "<u2", len(raw) // 2)
 
 
 def _snap(multiplier: int, shift: int, usual: float) -> float:

@@ -351,9 +351,7 @@ def _hard_sigmoid(b: GraphBuilder, n: Node) -> tuple[float, float]:
         if mul_reg in regs and not (regs[mul_reg] >> 8) & 0x3F:
             mul, add = regs[mul_reg] >> 16, _float_reg(regs, add_reg)
     else:
-        name = b.m.tensors[n.outputs[0]].name + lut.BN_CFG_SUFFIX
-        cfg = next((t for t in b.m.tensors if t.name == name), None)
-        raw = bytes(b.m.data(cfg)) if cfg is not None else b""
+        raw = b.m.named_constant(b.m.tensors[n.outputs[0]].name + lut.BN_CFG_SUFFIX) or b""
         if len(raw) >= 2 * lut.BN_CFG_OPERAND + 2:
             mul = int(np.frombuffer(raw, "<u2", lut.BN_CFG_OPERAND + 1)[-1])
             add = float(np.frombuffer(raw, "<f4", 1)[0])

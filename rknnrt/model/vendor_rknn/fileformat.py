@@ -140,6 +140,13 @@ class VendorModel:
     def const(self, tensor: Tensor, dtype: str | None = None) -> np.ndarray:
         return np.frombuffer(self.data(tensor), np.dtype(dtype or tensor.dtype)).copy()
 
+    def named_constant(self, name: str) -> bytes | None:
+        """The bytes of the constant tensor named `name`, or None where there is none: the
+        compiler's configuration constants are found by name (`<output>_BnCfg_BNcfgTensor`),
+        no node lists them among its inputs."""
+        found = next((t for t in self.tensors if t.name == name and t.kind in CONST_KINDS), None)
+        return bytes(self.data(found)) if found is not None else None
+
     def by_kind(self, kind: int) -> Tensor | None:
         return next((t for t in self.tensors if t.kind == kind), None)
 

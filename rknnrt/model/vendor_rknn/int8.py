@@ -41,8 +41,12 @@ _BIAS_UNPACK = {"RKNPU w1": mini_weights.w1_bias_blob}
 INT8_FAMILY = {"RKNPU f3": "RKNPU f2"}
 # A conv with one output channel (a YOLOv8 DFL's weights 0..15) has a bias blob of A alone: its
 # -zw is the signed low half of this DPU register, and its C is 2^14 (the one channel is its
-# own maximum). rk3576 and rv1126b files hold no such value anywhere (refused by name).
+# own maximum). rk3576 and rv1126b program no such register: their -zw is the int32 at byte 0
+# of the constant `<conv output>_BScfgTensor` (the rest of its first 32 bytes zero, then
+# bytes that differ between builds of one model: not read).
 SINGLE_CHANNEL_ZW = {"RKNPU v2": 0x4054, "RKNPU lite": 0x4054, "RKNPU t4": 0x4054}
+SINGLE_CHANNEL_ZW_SUFFIX = "_BScfgTensor"
+SINGLE_CHANNEL_ZW_CONST = ("RKNPU f2",)  # by family(): rv1126b's "RKNPU f3" too
 # Depthwise weights as (w, -zw) pairs with a bias blob without B (weights.unpack_depthwise_pairs).
 DEPTHWISE_PAIRS = ("RKNPU f2", "RKNPU t4", "RKNPU t3", "RKNPU w1")
 # rv1106 and rv1106b pair each weight with its own -zw (mini_weights.py)
@@ -155,8 +159,7 @@ class RegisterFile:
 
     def _bn_cfg(self, n: Node) -> bytes | None:
         out = self.model.tensors[n.outputs[0]].name if n.outputs else ""
-        cfg = next((t for t in self.model.tensors if t.name == out + lut.BN_CFG_SUFFIX), None)
-        return bytes(self.model.data(cfg)) if cfg is not None else None
+        return self.model.named_constant(out + lut.BN_CFG_SUFFIX)
 
     def _not_decoded(self, n: Node, kind: str) -> VendorFormatError:
         return VendorFormatError(
@@ -293,15 +296,24 @@ def conv_weights(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor
 
 def _single_channel_zw(regs: RegisterFile, n: Node) -> np.ndarray:
     """-zw of int8 conv `n`, whose one output channel's bias blob holds A alone."""
-    reg = SINGLE_CHANNEL_ZW.get(regs.model.npu_format)
-    value = (regs.first_task(n) or {}).get(reg) if reg is not None else None
-    if value is None:
+    m = regs.model
+    value: int | None = None
+    if family(m.npu_format) in SINGLE_CHANNEL_ZW_CONST:
+        out = m.tensors[n.outputs[0]].name if n.outputs else ""
+        raw = m.named_constant(out + SINGLE_CHANNEL_ZW_SUFFIX)
+        value = int(np.frombuffer(raw, "<i4", 1)[0]) if raw is not None and len(raw) >= 4 else None
+    elif m.npu_format in SINGLE_CHANNEL_ZW:
+        found = (regs.first_task(n) or {}).get(SINGLE_CHANNEL_ZW[m.npu_format])
+        if found is not None:
+            low = found & 0xFFFF
+            value = low - 0x10000 if low & 0x8000 else low
+    if value is None or not -127 <= value <= 128:  # -zw of an int8 zero point
         raise VendorFormatError(
             f"vendor .rknn model: int8 conv '{n.name}' has one output channel, whose weight "
-            f"zero point NPU format '{regs.model.npu_format}' files do not store: not decoded"
+            f"zero point is not decoded ({m.npu_format}: "
+            + ("its value is out of range)" if value is not None else "not found)")
         )
-    low = value & 0xFFFF
-    return np.array([low - 0x10000 if low & 0x8000 else low], np.float64)
+    return np.array([value], np.float64)
 
 
 def _identity_conv(regs: RegisterFile, n: Node, x: Tensor, w: Tensor, bias: Tensor, y: Tensor,
