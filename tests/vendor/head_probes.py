@@ -1,5 +1,6 @@
 """Vendor fixtures of tests/vendor/fixtures_heads (make_arch_fixtures.py builds them with
-`--only yolohead vitembed shuffle attnv v8head atrous oc1 bnzp grouped --out ...`):
+`--only yolohead vitembed shuffle attnv v8head atrous oc1 bnzp grouped widestem widestem24
+--out ...`):
 the parts of real networks whose compiled form the architecture blocks of make_arch_fixtures.py
 do not reach. Each builder takes make_arch_fixtures' `Net` and returns (input, input shape,
 output, output shape)."""
@@ -164,6 +165,24 @@ def m_oc1(net: Any):
     return "x", [1, 3, 8, 8], net.op("Concat", [a, net.conv(f, 16, 1, 3)], axis=1), [1, 2, 8, 8]
 
 
+def m_widestem(net: Any, size: int = 32):
+    """Stems of more than 32 output channels (ResNet's 7x7 of 64, a 3x3 and a 6x6 of 64,
+    stride 2) on a 3-channel input: rk3576 and rv1126b store their weights in blocks of 32 output
+    channels, one block after the other, in a layout that depends on the input's size (32 x 32:
+    [KH][OC][KW -> 8][IC]; 24 x 24, `widestem24`: [KH][KW][OC][IC]). Each stem's Relu is
+    pooled to a quarter of the input's width, the three summed."""
+    a = net.op("MaxPool", [net.op("Relu", [net.conv("x", 3, 64, 7, 2)])], kernel_shape=[2, 2],
+               strides=[2, 2])  # fmt: skip
+    b = net.op("MaxPool", [net.op("Relu", [net.conv("x", 3, 64, 3)])], kernel_shape=[4, 4],
+               strides=[4, 4])  # fmt: skip
+    c = net.op("MaxPool", [net.op("Relu", [net.op("Conv", ["x", net.const(
+        (net.rng.standard_normal((64, 3, 6, 6)) / 8 + 0.02).astype(np.float32), "w")],
+        kernel_shape=[6, 6], strides=[2, 2], pads=[2, 2, 2, 2])])], kernel_shape=[2, 2],
+        strides=[2, 2])  # fmt: skip
+    q = size // 4
+    return "x", [1, 3, size, size], net.op("Add", [net.op("Add", [a, b]), c]), [1, 64, q, q]
+
+
 def m_bnzp(net: Any):
     """DenseNet's standalone BatchNormalization + Relu on inputs whose zero point is not 0:
     after a MaxPool of a Relu (zero point -128, as DenseNet-121's first) and after a Concat
@@ -191,4 +210,5 @@ def m_grouped(net: Any):
 # BatchNormalizations on inputs with a zero point, grouped convs (fixtures_heads/)
 HEAD_PROBES = {"yolohead": m_yolohead, "vitembed": m_vitembed, "shuffle": m_shuffle,
                "attnv": m_attnv, "v8head": m_v8head, "atrous": m_atrous,
-               "oc1": m_oc1, "bnzp": m_bnzp, "grouped": m_grouped}  # fmt: skip
+               "oc1": m_oc1, "bnzp": m_bnzp, "grouped": m_grouped,
+               "widestem": m_widestem, "widestem24": lambda net: m_widestem(net, 24)}  # fmt: skip

@@ -7,7 +7,7 @@ Run with the vendor's separate environment (never a dependency of rknnrt):
                                  [--platforms rk3588 ...] [--dtypes i8 fp16]
     /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py --mini [--only NAME ...]
     /work/vendor_env/bin/python tests/vendor/make_arch_fixtures.py \\
-        --only yolohead vitembed shuffle attnv v8head atrous oc1 bnzp grouped \\
+        --only yolohead vitembed shuffle attnv v8head atrous oc1 bnzp grouped widestem widestem24 \\
         --out $PWD/tests/vendor/fixtures_heads
 
 Each model is a reduced block of a real architecture (few channels, 16-32 pixels, seeded

@@ -39,8 +39,8 @@ INT8 = sorted(s for s in REPORTED if s.endswith("_i8") and s not in V8HEAD + GRO
 
 
 def test_the_set_covers_every_probe_on_every_platform() -> None:
-    assert len(FP16) == 45 and len(V8HEAD) == 5
-    assert len(GROUPED) == 5 and len(INT8) == 35
+    assert len(FP16) == 55 and len(V8HEAD) == 5
+    assert len(GROUPED) == 5 and len(INT8) == 45
     assert {REPORTED[s]["platform"] for s in FP16} == {"rk3588", "rk3576", "rk3566", "rk3562",
                                                        "rv1126b"}  # fmt: skip
 
@@ -160,6 +160,21 @@ def test_the_simulator_computes_the_anchor_points_in_float() -> None:
     want = layers["sub45-rs"]["q"]
     assert np.array_equal(grid(np.round(stored * 2) / 2 - value("split41-rs"), "sub45-rs"), want)
     assert (grid(stored - value("split41-rs"), "sub45-rs") != want).sum() == 60
+
+
+@pytest.mark.parametrize("model", ["widestem", "widestem24"])
+@pytest.mark.parametrize("platform", sorted({REPORTED[s]["platform"] for s in V8HEAD}))
+def test_stems_of_more_than_32_channels_per_layer_equal_the_simulator_but_for_ties(
+        model: str, platform: str) -> None:  # fmt: skip
+    """Three stems of 64 output channels on a 3-channel input (7x7 stride 2, 3x3, 6x6 stride 2)
+    at the two input sizes that give rk3576's two weight layouts: every op within rounding ties
+    on every platform (rk3576/rv1126b with the blocks of 32 channels read in their order: a
+    weight layout that interleaves them put ~11000 of 16384 elements up to 255 steps off)."""
+    buf = (HEADS / f"{model}_{platform}_i8.rknn").read_bytes()
+    rows = vendor_file.per_layer(buf, vendor_file.load_layers(LAYERS / f"{model}_i8.npz"))
+    assert len(rows) == vendor_file.stored_ops(buf) == 8
+    assert sum(r.op_type == "ConvRelu" for r in rows) == 3
+    assert all(r.off_tie == 0 and r.max_steps <= 1 for r in rows), rows
 
 
 def _one_channel_convs(stem: str) -> tuple[fileformat.VendorModel, list[fileformat.Node]]:

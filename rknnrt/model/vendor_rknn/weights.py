@@ -92,24 +92,33 @@ def _output_blocks(tiles: list[list[int]], ic: int, native: list[int],
 def unpack_kh_oc_kw_ic4(
     raw: memoryview, native: list[int], oc: int, ic: int, kh: int, kw: int, name: str
 ) -> np.ndarray:
-    """rk3576 int8 convolutions with at most 4 input channels (native IC2 = 4). Two layouts
-    were seen, told apart by the buffer size (OC padded to 16, IC to 4):
-    [KH][KW][OC][IC] in exactly KH*KW*OC*4 bytes, and [KH][OC][KW -> a multiple of 4][IC] in
-    at least that many bytes (more follows: zeros for 3x3, for a 7x7 stem a second block of
-    the same size that the weights do not need). Inferred from toolkit 2.5.0 builds."""
+    """rk3576 int8 convolutions with at most 4 input channels (native [OCB, 1, KH, KW, OCI,
+    4]: OCB blocks of OCI output channels, the input channels padded to 4). The blocks follow
+    one another, each in one of two layouts, told apart by the buffer size:
+    [KH][KW][OCI][IC] in exactly OCB*KH*KW*OCI*4 bytes, and [KH][OCI][KW -> a multiple of
+    4][IC] in at least that many (more follows: zeros for 3x3, for a 7x7 stem a second part of
+    the same size that the weights do not need). Where the input has 3 channels the fourth
+    slot holds the channel's weight zero point, which the bias blob also holds (not read
+    here). Inferred from toolkit 2.5.0 builds (probes of 16 to 128 output channels)."""
     data = np.frombuffer(raw, np.int8)
     if min(oc, ic, kh, kw) <= 0 or oc * ic * kh * kw > data.size or ic > 4:
         raise VendorFormatError(f"vendor .rknn model: weight '{name}' exceeds its stored values")
-    oc_pad, kw_pad = -(-oc // 16) * 16, -(-kw // 4) * 4
-    if data.size == kh * kw * oc_pad * 4:
-        block = data.reshape(kh, kw, oc_pad, 4).transpose(2, 3, 0, 1)  # oc, ic, kh, kw
-    elif data.size >= kh * oc_pad * kw_pad * 4:
-        block = data[: kh * oc_pad * kw_pad * 4].reshape(kh, oc_pad, kw_pad, 4)
-        block = block.transpose(1, 3, 0, 2)
+    blocks, per_block = (native[0], native[4]) if len(native) == 6 else (0, 0)
+    kw_pad = -(-kw // 4) * 4
+    if blocks <= 0 or per_block <= 0 or blocks * per_block < oc:
+        raise VendorFormatError(
+            f"vendor .rknn model: weight '{name}' packing {native} (rk3576 int8) is not decoded"
+        )
+    if data.size == blocks * kh * kw * per_block * 4:
+        block = data.reshape(blocks, kh, kw, per_block, 4).transpose(0, 3, 4, 1, 2)
+    elif data.size >= blocks * kh * per_block * kw_pad * 4:
+        block = data[: blocks * kh * per_block * kw_pad * 4].reshape(
+            blocks, kh, per_block, kw_pad, 4).transpose(0, 2, 4, 1, 3)  # fmt: skip
     else:
         raise VendorFormatError(
             f"vendor .rknn model: weight '{name}' packing {native} (rk3576 int8) is not decoded"
         )
+    block = block.reshape(blocks * per_block, 4, kh, block.shape[-1])  # oc, ic, kh, kw
     return np.ascontiguousarray(block[:oc, :ic, :, :kw])
 
 
