@@ -20,10 +20,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import subprocess
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -34,43 +32,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.runtimes import alternate, baseline_options, build  # noqa: E402
 from rknnrt.lite import RKNNLite  # noqa: E402
-from tools.real_arch import catalog  # noqa: E402
+from tools.vendor_diff import real_size  # noqa: E402
 
 DEFAULT_MODELS = ("mobilenetv2", "mobilenetv3_small", "resnet18", "densenet121", "yolov5s",
                   "deit_tiny")  # fmt: skip
 RUN_TARGET = 1.2
-
-VENDOR_SCRIPT = textwrap.dedent(
-    """
-    import sys, numpy as np
-    from rknn.api import RKNN
-    onnx_path, kind, platform, dataset, sample, out_rknn, out_npz = sys.argv[1:8]
-    r = RKNN(verbose=False)
-    r.config(target_platform=platform)
-    assert r.load_onnx(onnx_path) == 0
-    assert r.build(do_quantization=kind == "int8", dataset=dataset) == 0
-    assert r.export_rknn(out_rknn) == 0
-    assert r.init_runtime() == 0
-    outs = r.inference(inputs=[np.load(sample, allow_pickle=False)], data_format=["nchw"])
-    np.savez(out_npz, *outs)
-    r.release()
-    """
-)
-
-
-def _vendor_build(python: str, onnx_path: Path, kind: str, platform: str, dataset: Path,
-                  sample: Path, work: Path) -> tuple[Path, list[np.ndarray]]:  # fmt: skip
-    """(the vendor's file, its simulator's outputs on `sample`)."""
-    rknn_path, sim_path = work / f"vendor_{kind}.rknn", work / f"sim_{kind}.npz"
-    done = subprocess.run([python, "-c", VENDOR_SCRIPT, str(onnx_path), kind, platform,
-                           str(dataset), str(sample), str(rknn_path), str(sim_path)],
-                          cwd=work, capture_output=True, text=True)  # fmt: skip
-    if done.returncode != 0:
-        tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
-        raise RuntimeError("the vendor toolkit failed: " + " | ".join(tail))
-    with np.load(sim_path, allow_pickle=False) as data:
-        return rknn_path, [data[k] for k in sorted(data.files, key=lambda k: int(k[4:]))]
-
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
@@ -85,28 +51,25 @@ def _load(path: Path) -> RKNNLite:
 
 
 def bench(name: str, kinds: list[str], args: argparse.Namespace, work: Path) -> dict:
-    model = catalog.build(name, test=args.test)
-    shape = catalog.input_shape(name, args.test)
-    onnx_path = work / f"{name}.onnx"
-    onnx.save(model, str(onnx_path))
-    rng = np.random.RandomState(0)
-    calib = [rng.rand(*shape).astype(np.float32) for _ in range(args.calib)]
-    x = rng.rand(*shape).astype(np.float32)
-    paths = []
-    for k, array in enumerate([*calib, x]):
-        paths.append(work / f"sample{k}.npy")
-        np.save(paths[-1], array)
-    dataset = work / "dataset.txt"
-    dataset.write_text("\n".join(str(p) for p in paths[:-1]) + "\n")
+    # the inputs and the vendor's files as tools/vendor_diff/real_size.py makes them
+    real_size.prepare(work, [name], test=args.test, calib=args.calib)
+    model = onnx.load(str(work / "onnx" / f"{name}.onnx"))
+    folder = work / name
+    calib = [np.load(folder / f"calib{k}.npy") for k in range(args.calib)]
+    x = np.load(folder / "input.npy")
     session = ort.InferenceSession(model.SerializeToString(), baseline_options(),
                                    providers=["CPUExecutionProvider"])  # fmt: skip
     runs = {"ort": lambda: session.run(None, {"images": x})}
     row: dict = {}
     opened = []
     for kind in kinds:
+        dtype = "i8" if kind == "int8" else kind
+        real_size.build_vendor(args.vendor_python, work, [name], [args.platform], [dtype])
+        found = real_size.vendor_outputs(work, name, args.platform, dtype)
         try:
-            vendor_path, sim = _vendor_build(args.vendor_python, onnx_path, kind, args.platform,
-                                             dataset, paths[-1], work)  # fmt: skip
+            if isinstance(found, str):
+                raise RuntimeError(found)
+            vendor_path, sim = found
             vendor = _load(vendor_path)
         except RuntimeError as exc:
             row[kind] = str(exc)

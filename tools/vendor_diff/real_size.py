@@ -1,0 +1,191 @@
+"""Replay vendor files of the real-architecture set at its real input size: the files a user's
+toolkit exports for each platform and dtype (built by the vendor's toolkit in its own python,
+real_size_vendor.py; never committed: ResNet-18 alone is 12 MB a file), loaded and run by rknnrt
+through the C-shaped API, against the vendor's simulator on the same input.
+
+    PYTHONPATH=. python3 -m tools.vendor_diff.real_size OUT [--vendor-python PY]
+        [--platforms rk3588,...] [--dtypes i8,fp16] [NAME ...]
+
+Writes OUT/onnx/NAME.onnx, each network's calibration samples (2 of uniform[0,1), seed 0) and
+input, runs the vendor side (files already built are kept), then prints one row per file:
+whether rknn_init accepts it (else its E line), the cosine of rknnrt's outputs against the
+simulator's and, for int8 outputs, the share within one step of the output's quantisation
+(RKNN_QUERY_OUTPUT_ATTR's scale) and the largest step; beside them each side's cosine against
+onnxruntime float32 on the original model, which tells a chaotically sensitive network (both
+sides equally far from float32, further from each other) from a rule difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import io
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+import rknnrt as rk
+from tools.real_arch import catalog
+
+from .real_arch import cosine
+
+VENDOR_SCRIPT = Path(__file__).with_name("real_size_vendor.py")
+PLATFORMS = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")
+
+
+@dataclass
+class Row:
+    stem: str
+    init: int  # rknn_init's status
+    error: str = ""  # its E line where it fails
+    cos: float = float("nan")  # rknnrt vs the simulator (the first output)
+    within_one: float = float("nan")  # int8 outputs: share within one step
+    max_steps: float = float("nan")
+    cos_float: float = float("nan")  # rknnrt vs onnxruntime float32
+    sim_cos_float: float = float("nan")  # the simulator vs onnxruntime float32
+
+
+def prepare(root: Path, names: list[str], test: bool = False, calib: int = 2) -> None:
+    """Each network's ONNX (`test`: at its reduced size), `calib` calibration samples and test
+    input (seeded uniform[0, 1); written once)."""
+    (root / "onnx").mkdir(parents=True, exist_ok=True)
+    for name in names:
+        folder = root / name
+        if (folder / "input.npy").exists():
+            continue
+        folder.mkdir(exist_ok=True)
+        onnx.save(catalog.build(name, test=test), str(root / "onnx" / f"{name}.onnx"))
+        shape = catalog.input_shape(name, test)
+        rng = np.random.RandomState(0)
+        paths = []
+        for k in range(calib):
+            paths.append(str(folder / f"calib{k}.npy"))
+            np.save(paths[-1], rng.rand(*shape).astype(np.float32))
+        (folder / "dataset.txt").write_text("\n".join(paths) + "\n")
+        np.save(folder / "input.npy", rng.rand(*shape).astype(np.float32))
+
+
+def build_vendor(python: str, root: Path, names: list[str], platforms: list[str],
+                 dtypes: list[str]) -> None:  # fmt: skip
+    """The vendor's files and simulator outputs of what prepare() wrote (real_size_vendor.py
+    in the vendor's python; a failed build leaves its traceback, vendor_outputs says so)."""
+    subprocess.run([python, str(VENDOR_SCRIPT), str(root), ",".join(platforms),
+                    ",".join(dtypes), *names], check=True, capture_output=True)  # fmt: skip
+
+
+def vendor_outputs(root: Path, name: str, platform: str,
+                   dtype: str) -> tuple[Path, list[np.ndarray]] | str:  # fmt: skip
+    """(the vendor's file, its simulator's outputs on the input), or why there are none."""
+    stem = root / name / f"{name}_{platform}_{dtype}"
+    sim = stem.with_name(stem.name + "_sim.npz")
+    if not sim.exists():
+        failed = stem.with_name(stem.name + "_failed.txt")
+        why = failed.read_text().strip().splitlines()[-1] if failed.exists() else "not built"
+        return f"the vendor's build failed: {why}"
+    with np.load(sim, allow_pickle=False) as data:
+        return stem.with_suffix(".rknn"), [data[f"arr_{i}"] for i in range(len(data.files))]
+
+
+def _outputs(ctx: rk.rknn_context, x: np.ndarray) -> tuple[list[np.ndarray], list]:
+    """One run's float outputs and the outputs' attributes."""
+    num = rk.rknn_input_output_num()
+    rk.rknn_query(ctx, rk.RKNN_QUERY_IN_OUT_NUM, ctypes.byref(num), ctypes.sizeof(num))
+    attrs = []
+    for i in range(num.n_output):
+        attr = rk.rknn_tensor_attr(index=i)
+        rk.rknn_query(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, ctypes.byref(attr), ctypes.sizeof(attr))
+        attrs.append(attr)
+    x = np.ascontiguousarray(x, np.float32)
+    ins = (rk.rknn_input * 1)()
+    ins[0].index, ins[0].buf, ins[0].size = 0, x.ctypes.data, x.nbytes
+    ins[0].type, ins[0].fmt = rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NCHW
+    if rk.rknn_inputs_set(ctx, 1, ins) != 0 or rk.rknn_run(ctx, None) != 0:
+        raise RuntimeError("rknn_inputs_set or rknn_run failed")
+    outs = (rk.rknn_output * num.n_output)()
+    for i in range(num.n_output):
+        outs[i].index, outs[i].want_float = i, 1
+    rk.rknn_outputs_get(ctx, num.n_output, outs, None)
+    got = [np.frombuffer(ctypes.string_at(o.buf, o.size), np.float32).copy() for o in outs]
+    rk.rknn_outputs_release(ctx, num.n_output, outs)
+    return got, attrs
+
+
+def replay(rknn_path: Path, x: np.ndarray, sim: list[np.ndarray],
+           reference: np.ndarray | None = None) -> Row:  # fmt: skip
+    """One vendor file against its simulator outputs `sim` (and float32 `reference`)."""
+    data = rknn_path.read_bytes()
+    ctx = rk.rknn_context()
+    lines = io.StringIO()
+    with contextlib.redirect_stderr(lines):
+        status = rk.rknn_init(ctypes.byref(ctx), data, len(data), 0, None)
+    stem = rknn_path.stem
+    if status != 0:
+        errors = [line for line in lines.getvalue().splitlines() if line.startswith("E")]
+        return Row(stem, status, errors[-1] if errors else "")
+    try:
+        got, attrs = _outputs(ctx, x)
+    finally:
+        rk.rknn_destroy(ctx)
+    ours, want = got[0].astype(np.float64), np.ravel(sim[0]).astype(np.float64)
+    row = Row(stem, 0, cos=cosine(ours, want))
+    if attrs[0].type == rk.RKNN_TENSOR_INT8 and attrs[0].scale > 0:
+        steps = np.abs(ours - want) / attrs[0].scale
+        row.within_one, row.max_steps = float(np.mean(steps <= 1 + 1e-3)), float(steps.max())
+    if reference is not None:
+        row.cos_float, row.sim_cos_float = cosine(ours, reference), cosine(want, reference)
+    return row
+
+
+def table(root: Path, names: list[str], platforms: list[str], dtypes: list[str]) -> list[Row]:
+    rows = []
+    for name in names:
+        folder = root / name
+        x = np.load(folder / "input.npy", allow_pickle=False)
+        session = ort.InferenceSession(str(root / "onnx" / f"{name}.onnx"),
+                                       providers=["CPUExecutionProvider"])  # fmt: skip
+        reference = np.ravel(session.run(None, {session.get_inputs()[0].name: x})[0])
+        for platform in platforms:
+            for dtype in dtypes:
+                found = vendor_outputs(root, name, platform, dtype)
+                if isinstance(found, str):
+                    rows.append(Row(f"{name}_{platform}_{dtype}", -1, f"({found})"))
+                else:
+                    rows.append(replay(found[0], x, found[1], reference))
+                print(_line(rows[-1]), flush=True)
+    return rows
+
+
+def _line(r: Row) -> str:
+    if r.init != 0:
+        return f"| {r.stem} | refused ({r.init}) | {r.error} | | | |"
+    steps = f"{r.within_one:.4f} (max {r.max_steps:.0f})" if r.within_one == r.within_one else ""
+    return (f"| {r.stem} | {r.cos:.6f} | {steps} | {r.cos_float:.6f} | {r.sim_cos_float:.6f} |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--vendor-python", default="/work/vendor_env/bin/python")
+    ap.add_argument("--platforms", default=",".join(PLATFORMS))
+    ap.add_argument("--dtypes", default="i8,fp16")
+    ap.add_argument("names", nargs="*", default=list(catalog.NETWORKS))
+    args = ap.parse_intermixed_args()
+    prepare(args.out, args.names)
+    if os.path.exists(args.vendor_python):
+        build_vendor(args.vendor_python, args.out, args.names, args.platforms.split(","),
+                     args.dtypes.split(","))  # fmt: skip
+    print("| file | cosine vs simulator | int8 within one step | rknnrt vs float32 | "
+          "simulator vs float32 |\n|---|---|---|---|---|")
+    table(args.out, args.names, args.platforms.split(","), args.dtypes.split(","))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
