@@ -225,3 +225,37 @@ def test_roundings_of_float16_values_are_dropped_with_identical_outputs() -> Non
                                        providers=["CPUExecutionProvider"])  # fmt: skip
         runs.append([o.tobytes() for o in session.run(None, {"x": x, "y": y})])
     assert runs[0] == runs[1]
+
+
+def test_a_float16_ops_output_moved_back_is_not_rounded_again() -> None:
+    """A LayerNorm computed in float16 (as a vendor exNorm), cast up and transposed back: its
+    rounding is dropped; the same on the LayerNorm's float32 form stays (it computes)."""
+    h = onnx.helper
+    f, f16 = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16
+    inits = [numpy_helper.from_array(np.ones(4, np.float16), "g16"),
+             numpy_helper.from_array(np.zeros(4, np.float16), "b16"),
+             numpy_helper.from_array(np.ones(4, np.float32), "g"),
+             numpy_helper.from_array(np.zeros(4, np.float32), "b")]  # fmt: skip
+    nodes = [h.make_node("Cast", ["x"], ["x_h"], to=f16),
+             h.make_node("LayerNormalization", ["x_h", "g16", "b16"], ["ln_h"], axis=-1),
+             h.make_node("Cast", ["ln_h"], ["ln_f"], to=f),
+             h.make_node("Transpose", ["ln_f"], ["t"], perm=[0, 2, 1]),
+             h.make_node("Cast", ["t"], ["t_h"], to=f16),
+             h.make_node("Cast", ["t_h"], ["t_r"], to=f),
+             h.make_node("LayerNormalization", ["x", "g", "b"], ["ln32"], axis=-1),
+             h.make_node("Cast", ["ln32"], ["l_h"], to=f16),
+             h.make_node("Cast", ["l_h"], ["l_r"], to=f),
+             h.make_node("Relu", ["t_r"], ["y"]), h.make_node("Relu", ["l_r"], ["z"])]  # fmt: skip
+    graph = h.make_graph(nodes, "ln16", [h.make_tensor_value_info("x", f, [1, 3, 4])],
+                         [h.make_tensor_value_info("y", f, None),
+                          h.make_tensor_value_info("z", f, None)], inits)  # fmt: skip
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    fast = onnx.load_model_from_string(fast_graph.rewrite(model.SerializeToString()))
+    casts = {n.output[0] for n in fast.graph.node if n.op_type == "Cast"}
+    assert casts == {"x_h", "ln_f", "l_h", "l_r"}
+    x = np.random.default_rng(2).standard_normal((1, 3, 4)).astype(np.float32) * 50
+    runs = []
+    for g in (model, fast):
+        session = ort.InferenceSession(g.SerializeToString(), providers=["CPUExecutionProvider"])
+        runs.append([o.tobytes() for o in session.run(None, {"x": x})])
+    assert runs[0] == runs[1]

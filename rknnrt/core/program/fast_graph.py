@@ -22,8 +22,8 @@ and a value of the grid quantises back to itself), so the pool reads the integer
 A float16 rounding (Cast to float16 and back) of a value that is already a float16 value: a
 vendor file's program rounds every stored tensor, also the output of a Reshape, Transpose or
 Concat of rounded tensors, which moves values without computing any (a transformer's layer:
-9 of its 20 pairs). Such a pair gives back its input bit for bit, so its reader reads the
-input.
+9 of its 20 pairs), and of an op computed in float16 (its LayerNorm) moved back. Such a pair
+gives back its input bit for bit, so its reader reads the input.
 """
 
 from __future__ import annotations
@@ -219,6 +219,9 @@ _MOVES = {"Reshape": (0,), "Transpose": None, "Flatten": None, "Squeeze": (0,),
           "Unsqueeze": (0,), "Identity": None, "Concat": None, "Slice": (0,), "Split": (0,),
           "Gather": (0,), "Expand": (0,), "Tile": (0,), "DepthToSpace": None,
           "SpaceToDepth": None}  # fmt: skip
+# Ops whose output has their first input's type: computed on float16 inputs, float16 values.
+_SAME_TYPE = ("LayerNormalization", "Softmax", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid",
+              "Tanh", "Erf", "MatMul", "Gemm", *_MOVES)  # fmt: skip
 
 
 def roundings_of_rounded_values(graph) -> int:
@@ -233,6 +236,8 @@ def roundings_of_rounded_values(graph) -> int:
             halves.update(node.output)
         elif to == _FLOAT and node.input[0] in halves:
             exact.update(node.output)
+        elif node.op_type in _SAME_TYPE and not node.domain and node.input[0] in halves:
+            halves.update(node.output)
         elif node.op_type in _MOVES and not node.domain:
             data = _MOVES[node.op_type]
             inputs = [n for k, n in enumerate(node.input) if data is None or k in data]
