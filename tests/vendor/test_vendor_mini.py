@@ -17,6 +17,7 @@ import rknnrt as rk
 from rknnrt.model import container
 from rknnrt.model.errors import VendorFormatError
 from rknnrt.model.vendor_rknn import board_rules, int8, mini_format
+from tools.vendor_diff import real_size
 
 MINI = Path(__file__).parent / "fixtures_mini"
 REPORTED: dict = json.loads((MINI / "reported.json").read_text())
@@ -58,32 +59,7 @@ def _query(ctx: rk.rknn_context, cmd: int, index: int) -> rk.rknn_tensor_attr:
 
 def run_zero_copy(ctx: rk.rknn_context, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """One run with float32 NCHW inputs and float32 outputs bound as zero-copy memory."""
-    num = rk.rknn_input_output_num()
-    assert rk.rknn_query(ctx, rk.RKNN_QUERY_IN_OUT_NUM, num, ctypes.sizeof(num)) == 0
-    mems, outs = [], []
-    for i, x in enumerate(inputs):
-        attr = _query(ctx, rk.RKNN_QUERY_INPUT_ATTR, i)
-        x = np.ascontiguousarray(x, np.float32)
-        attr.type = rk.RKNN_TENSOR_FLOAT32
-        attr.fmt = rk.RKNN_TENSOR_NCHW if x.ndim == 4 else rk.RKNN_TENSOR_UNDEFINED
-        mem = rk.rknn_create_mem(ctx, x.nbytes)
-        ctypes.memmove(mem.contents.virt_addr, x.ctypes.data, x.nbytes)
-        assert rk.rknn_set_io_mem(ctx, mem, attr) == 0
-        mems.append(mem)
-    for i in range(num.n_output):
-        attr = _query(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, i)
-        attr.type = rk.RKNN_TENSOR_FLOAT32
-        mem = rk.rknn_create_mem(ctx, attr.n_elems * 4)
-        assert rk.rknn_set_io_mem(ctx, mem, attr) == 0
-        mems.append(mem)
-        outs.append((mem, list(attr.dims[: attr.n_dims])))
-    assert rk.rknn_run(ctx, None) == 0
-    result = [np.frombuffer((ctypes.c_char * (4 * int(np.prod(dims))))
-                            .from_address(mem.contents.virt_addr), np.float32)
-              .reshape(dims).copy() for mem, dims in outs]  # fmt: skip
-    for mem in mems:
-        assert rk.rknn_destroy_mem(ctx, mem) == 0
-    return result
+    return real_size.run_zero_copy(ctx, inputs)[0]
 
 
 def _agreement(stem: str, make_ctx) -> list[tuple[str, float, float]]:

@@ -75,9 +75,21 @@ def prepare(root: Path, names: list[str], test: bool = False, calib: int = 2) ->
 def build_vendor(python: str, root: Path, names: list[str], platforms: list[str],
                  dtypes: list[str]) -> None:  # fmt: skip
     """The vendor's files and simulator outputs of what prepare() wrote (real_size_vendor.py
-    in the vendor's python; a failed build leaves its traceback, vendor_outputs says so)."""
-    subprocess.run([python, str(VENDOR_SCRIPT), str(root), ",".join(platforms),
-                    ",".join(dtypes), *names], check=True, capture_output=True)  # fmt: skip
+    in the vendor's python, one process a file: the toolkit's compiler can abort the process,
+    rv1106's on YOLOv5s with "Squeezed bytes overflow!"). A failed build leaves its reason,
+    which vendor_outputs reports."""
+    for name in names:
+        for platform in platforms:
+            for dtype in dtypes:
+                stem = root / name / f"{name}_{platform}_{dtype}"
+                done = subprocess.run([python, str(VENDOR_SCRIPT), str(root), platform, dtype,
+                                       name], capture_output=True, text=True)  # fmt: skip
+                failed = stem.with_name(stem.name + "_failed.txt")
+                if done.returncode != 0 and not failed.exists():
+                    errors = [line for line in (done.stdout + done.stderr).splitlines()
+                              if line.startswith("E ") or "\x1b[1;31mE" in line]  # fmt: skip
+                    failed.write_text(f"the toolkit's process ended with {done.returncode}: "
+                                      + (errors[-1] if errors else "no error line") + "\n")
 
 
 def vendor_outputs(root: Path, name: str, platform: str,
@@ -93,28 +105,49 @@ def vendor_outputs(root: Path, name: str, platform: str,
         return stem.with_suffix(".rknn"), [data[f"arr_{i}"] for i in range(len(data.files))]
 
 
-def _outputs(ctx: rk.rknn_context, x: np.ndarray) -> tuple[list[np.ndarray], list]:
-    """One run's float outputs and the outputs' attributes."""
+def _attr(ctx: rk.rknn_context, cmd: int, index: int) -> rk.rknn_tensor_attr:
+    attr = rk.rknn_tensor_attr(index=index)
+    if rk.rknn_query(ctx, cmd, ctypes.byref(attr), ctypes.sizeof(attr)) != 0:
+        raise RuntimeError(f"rknn_query {cmd} of tensor {index} failed")
+    return attr
+
+
+def run_zero_copy(ctx: rk.rknn_context,
+                  inputs: list[np.ndarray]) -> tuple[list[np.ndarray], list]:  # fmt: skip
+    """One run with float32 NCHW inputs and float32 outputs bound as zero-copy memory (the one
+    IO path every platform's runtime has: rv1106's has no rknn_inputs_set), and the outputs'
+    RKNN_QUERY_OUTPUT_ATTR attributes."""
     num = rk.rknn_input_output_num()
-    rk.rknn_query(ctx, rk.RKNN_QUERY_IN_OUT_NUM, ctypes.byref(num), ctypes.sizeof(num))
-    attrs = []
-    for i in range(num.n_output):
-        attr = rk.rknn_tensor_attr(index=i)
-        rk.rknn_query(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, ctypes.byref(attr), ctypes.sizeof(attr))
-        attrs.append(attr)
-    x = np.ascontiguousarray(x, np.float32)
-    ins = (rk.rknn_input * 1)()
-    ins[0].index, ins[0].buf, ins[0].size = 0, x.ctypes.data, x.nbytes
-    ins[0].type, ins[0].fmt = rk.RKNN_TENSOR_FLOAT32, rk.RKNN_TENSOR_NCHW
-    if rk.rknn_inputs_set(ctx, 1, ins) != 0 or rk.rknn_run(ctx, None) != 0:
-        raise RuntimeError("rknn_inputs_set or rknn_run failed")
-    outs = (rk.rknn_output * num.n_output)()
-    for i in range(num.n_output):
-        outs[i].index, outs[i].want_float = i, 1
-    rk.rknn_outputs_get(ctx, num.n_output, outs, None)
-    got = [np.frombuffer(ctypes.string_at(o.buf, o.size), np.float32).copy() for o in outs]
-    rk.rknn_outputs_release(ctx, num.n_output, outs)
-    return got, attrs
+    if rk.rknn_query(ctx, rk.RKNN_QUERY_IN_OUT_NUM, ctypes.byref(num), ctypes.sizeof(num)):
+        raise RuntimeError("RKNN_QUERY_IN_OUT_NUM failed")
+    mems, outs, attrs = [], [], []
+    try:
+        for i, x in enumerate(inputs):
+            attr = _attr(ctx, rk.RKNN_QUERY_INPUT_ATTR, i)
+            x = np.ascontiguousarray(x, np.float32)
+            attr.type = rk.RKNN_TENSOR_FLOAT32
+            attr.fmt = rk.RKNN_TENSOR_NCHW if x.ndim == 4 else rk.RKNN_TENSOR_UNDEFINED
+            mems.append(rk.rknn_create_mem(ctx, x.nbytes))
+            ctypes.memmove(mems[-1].contents.virt_addr, x.ctypes.data, x.nbytes)
+            if rk.rknn_set_io_mem(ctx, mems[-1], attr) != 0:
+                raise RuntimeError(f"rknn_set_io_mem of input {i} failed")
+        for i in range(num.n_output):
+            attr = _attr(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, i)
+            attrs.append(_attr(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, i))
+            attr.type = rk.RKNN_TENSOR_FLOAT32
+            mems.append(rk.rknn_create_mem(ctx, attr.n_elems * 4))
+            if rk.rknn_set_io_mem(ctx, mems[-1], attr) != 0:
+                raise RuntimeError(f"rknn_set_io_mem of output {i} failed")
+            outs.append((mems[-1], list(attr.dims[: attr.n_dims])))
+        if rk.rknn_run(ctx, None) != 0:
+            raise RuntimeError("rknn_run failed")
+        result = [np.frombuffer((ctypes.c_char * (4 * int(np.prod(dims))))
+                                .from_address(mem.contents.virt_addr), np.float32)
+                  .reshape(dims).copy() for mem, dims in outs]  # fmt: skip
+    finally:
+        for mem in mems:
+            rk.rknn_destroy_mem(ctx, mem)
+    return result, attrs
 
 
 def replay(rknn_path: Path, x: np.ndarray, sim: list[np.ndarray],
@@ -130,10 +163,10 @@ def replay(rknn_path: Path, x: np.ndarray, sim: list[np.ndarray],
         errors = [line for line in lines.getvalue().splitlines() if line.startswith("E")]
         return Row(stem, status, errors[-1] if errors else "")
     try:
-        got, attrs = _outputs(ctx, x)
+        got, attrs = run_zero_copy(ctx, [x])
     finally:
         rk.rknn_destroy(ctx)
-    ours, want = got[0].astype(np.float64), np.ravel(sim[0]).astype(np.float64)
+    ours, want = got[0].astype(np.float64).ravel(), np.ravel(sim[0]).astype(np.float64)
     row = Row(stem, 0, cos=cosine(ours, want))
     if attrs[0].type == rk.RKNN_TENSOR_INT8 and attrs[0].scale > 0:
         steps = np.abs(ours - want) / attrs[0].scale
