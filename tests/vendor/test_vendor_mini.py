@@ -23,15 +23,11 @@ MINI = Path(__file__).parent / "fixtures_mini"
 REPORTED: dict = json.loads((MINI / "reported.json").read_text())
 
 # stem -> the words of its refusal (rv1106 keeps only the integer part of a Clip's lower
-# bound: one above 0 is refused, test_vendor_mini_clip.py; rv1106b's NPU format). mbv3 and
-# hsig load and agree since the lookup-table activations (ConvHardSwish, ConvHardSigmoid)
-# decode; clip since the Clip bounds do; transformer since the exSDPAttention scale does.
-REFUSED: dict[str, str] = {
-    "cliplo_rv1106_i8": "lower bound above 0",
-    # rv1106b runs HardSigmoid apart from the conv, on a fixed lookup table: its alpha and
-    # beta are stored nowhere (folded into the conv's output grid)
-    "hsig_rv1106b_i8": "op HardSigmoid",
-}
+# bound: one above 0 is refused, test_vendor_mini_clip.py). mbv3 and hsig load and agree since
+# the lookup-table activations (ConvHardSwish, ConvHardSigmoid) decode, rv1106b's hsig since
+# its standalone HardSigmoid's registers do (act_ops.HSIG_STANDALONE); clip since the Clip
+# bounds do; transformer since the exSDPAttention scale does.
+REFUSED: dict[str, str] = {"cliplo_rv1106_i8": "lower bound above 0"}
 # Loads; the depthwise ConvExSwish int8 rule is not the simulator's (issue 24, item 4), as
 # in the v6 files: measured 93.2% of the output within one step, at most 3 steps.
 DRIFT = {"effnet_rv1106_i8"}

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from rknnrt.model import container
+from rknnrt.model.errors import VendorFormatError
 from rknnrt.model.vendor_rknn import conv_ops, int8, mini_format, mini_weights, rebuild
 from rknnrt.model.vendor_rknn.graph import GraphBuilder
 
@@ -107,3 +108,29 @@ def test_rv1103b_files_are_rv1106bs_but_for_the_platform(name: str) -> None:
             (tb.name, tb.shape, tb.native_shape, tb.scale, tb.zp)  # fmt: skip
     sa, sb = (container.read(memoryview(_bytes(f"{name}_{p}_i8"))) for p in ("rv1103b", "rv1106b"))
     assert bytes(sa.graph) == bytes(sb.graph) and bytes(sa.weights) == bytes(sb.weights)
+
+
+def _hard_sigmoids(stem: str) -> list[tuple[float, float]]:
+    b, _, _ = rebuild.rebuild(_model(stem))
+    return [tuple(a.f for a in sorted(n.attribute, key=lambda a: a.name))  # (alpha, beta)
+            for n in b.model.graph.node if n.op_type == "HardSigmoid"]  # fmt: skip
+
+
+def test_a_standalone_hard_sigmoid_takes_its_alpha_and_beta_from_the_w1_registers() -> None:
+    """hsig's HardSigmoid(0.2, 0.4) and (1/6, 1/2), which rv1106 fuses into their convs and
+    rv1106b runs apart: 0x4038 / 2^(15 + 0x4080's low byte) is alpha s_in (alpha exact where
+    it rounds to 1/6 or 0.2), the integer 0x4034 + zp_in gives beta - 1/2 in units of alpha
+    s_in (so 0.4 is the board's 0.39804)."""
+    assert [n.op_type for n in _model("hsig_rv1106_i8").nodes].count("HardSigmoid") == 0
+    (a1, b1), (a2, b2) = _hard_sigmoids("hsig_rv1106b_i8")
+    assert (a1, a2) == (np.float32(0.2), np.float32(1 / 6)) and b2 == 0.5
+    assert abs(b1 - 0.4) < 0.0025 and b1 != np.float32(0.4)
+
+
+def test_a_hard_sigmoid_without_its_registers_is_refused_by_name(monkeypatch) -> None:
+    first_task = int8.RegisterFile.first_task
+    monkeypatch.setattr(int8.RegisterFile, "first_task", lambda self, n: {} if n.op_type ==
+                        "HardSigmoid" else first_task(self, n))  # fmt: skip
+    with pytest.raises(VendorFormatError,
+                       match=r"the parameters of HardSigmoid '.*' \(RKNPU w1\) are not decoded"):
+        container.read(memoryview(_bytes("hsig_rv1106b_i8")))

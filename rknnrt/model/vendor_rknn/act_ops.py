@@ -27,6 +27,17 @@ RESIZE_COORDINATES, RESIZE_MODE, RESIZE_NEAREST = 0, 4, 5
 RESIZE_MODES = ("nearest", "linear")
 RESIZE_COORDINATE_MODES = ("asymmetric", "half_pixel", "align_corners", "pytorch_half_pixel")
 NEAREST_MODES = ("floor", "round_prefer_floor", "round_prefer_ceil", "ceil")
+# PyTorch's HardSigmoid alpha (1/6) and ONNX's default (0.2): an alpha decoded within its
+# register's precision of one of them is taken as that value exactly
+HSIG_ALPHAS = (1 / 6, 0.2)
+# rv1106b runs an int8 HardSigmoid the other platforms fuse into its conv on its own: a lookup
+# table of a fixed ramp fed (q + offset) x multiplier / 2^shift + 1/2, the int32 offset
+# round(-zp_in + (beta - 1/2) / (alpha s_in)) in 0x4034, the multiplier round(alpha s_in
+# 2^shift) in 0x4038 (15 bits), shift = 15 + the low byte of 0x4080 (toolkit 2.5.0 probes of
+# (alpha, beta) (0.2, 0.5), (1/6, 0.5), (0.3, 0.6) and (0.25, 0.4), each calibrated narrower
+# and wider than its linear part: shifts 22 and 23; MobileNetV3's SE gates: 26)
+HSIG_STANDALONE = {"RKNPU w1": (0x4034, 0x4038, 0x4080)}
+HSIG_SHIFT_BASE = 15
 
 
 @OPS.register("HardSwish", shape_free=True)
@@ -35,6 +46,30 @@ def hard_swish(b: GraphBuilder, n: Node) -> str:
     x = b.value(single(b, n))
     gate = b.add("HardSigmoid", [x], "hsig", alpha=1 / 6, beta=0.5)
     return b.add("Mul", [x, gate], "hswish")
+
+
+@OPS.register("HardSigmoid", shape_free=True)
+def hard_sigmoid(b: GraphBuilder, n: Node) -> str:
+    """clip(alpha x + beta, 0, 1) with the alpha and beta of its registers (HSIG_STANDALONE);
+    a HardSigmoid of another platform or dtype is refused by name."""
+    t, fmt = single(b, n), b.m.npu_format
+    at = HSIG_STANDALONE.get(fmt)
+    regs = (b.registers().first_task(n) or {}) if at is not None and b.quantized else {}
+    if at is None or any(r not in regs for r in at) or not t.scale or not regs[at[1]]:
+        raise VendorFormatError(
+            f"vendor .rknn model: the parameters of {n.op_type} '{n.name}' ({fmt}) are not decoded"
+        )
+    raw, multiplier, shift = regs[at[0]], regs[at[1]], HSIG_SHIFT_BASE + (regs[at[2]] & 0xFF)
+    offset = raw - (1 << 32) if raw >= 1 << 31 else raw
+    s_in, zp = float(t.scale[0]), (t.zp[0] if t.zp else 0)
+    alpha = next((a for a in HSIG_ALPHAS if round(a * s_in * 2**shift) == multiplier),
+                 multiplier / 2**shift / s_in)  # fmt: skip
+    beta = 0.5 + (offset + zp) * alpha * s_in  # the offset's integer: the board's beta
+    if not (np.isfinite(alpha) and np.isfinite(beta) and 0 < alpha < 2**16):
+        raise VendorFormatError(f"vendor .rknn model: {n.op_type} '{n.name}' has invalid "
+                                "parameters")  # fmt: skip
+    return b.add("HardSigmoid", [b.value(t)], "hsig", alpha=float(np.float32(alpha)),
+                 beta=float(np.float32(beta)))  # fmt: skip
 
 
 @OPS.register("exSwish", shape_free=True)

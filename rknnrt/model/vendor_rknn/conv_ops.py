@@ -339,7 +339,7 @@ HSIG_UNIT = 32767.5
 HSIG_REGS = {"RKNPU v2": (0x4064, 0x4068), "RKNPU lite": (0x4064, 0x4068),
              "RKNPU t4": (0x4064, 0x4068)}  # fmt: skip
 HSIG_ADD_AFTER = ("RKNPU v2", "RKNPU lite")  # the addend follows the multiplier
-HSIG_ALPHAS = (1 / 6, 0.2)
+HSIG_ALPHAS = act_ops.HSIG_ALPHAS
 
 
 def _hard_sigmoid(b: GraphBuilder, n: Node) -> tuple[float, float]:
