@@ -358,6 +358,9 @@ MINI_EXTRA = {"rv1103": ("convpool", "residual", "swish"),
                           "clip", "hsig", "mbv2", "asym", "dilated", "dw5", "c20", "cliplo",
                           "cliphi", "attn1"),
               "rv1103b": ("convpool", "residual", "swish")}  # fmt: skip
+# head probes (head_probes.py) in the mini format too: a conv of one output channel and the
+# YOLO heads' NC1HWC2 constants (anchors, grids, anchor points), for rv1106 and rv1106b
+MINI_HEADS = ("oc1", "yolohead", "v8head")
 
 
 def mini_builds(only: list[str] | None) -> list[tuple[str, str]]:
@@ -365,6 +368,7 @@ def mini_builds(only: list[str] | None) -> list[tuple[str, str]]:
     names = [*mf.MODELS, *MODELS, *PROBES, *CLIP_PROBES, *ATTN_PROBES]
     builds = [(name, p) for p in MINI_PLATFORMS for name in names]
     builds += [(name, p) for p, extra in MINI_EXTRA.items() for name in extra]
+    builds += [(name, p) for p in ("rv1106", "rv1106b") for name in MINI_HEADS]
     return [(name, p) for name, p in builds if only is None or name in only]
 
 

@@ -134,3 +134,27 @@ def test_a_hard_sigmoid_without_its_registers_is_refused_by_name(monkeypatch) ->
     with pytest.raises(VendorFormatError,
                        match=r"the parameters of HardSigmoid '.*' \(RKNPU w1\) are not decoded"):
         container.read(memoryview(_bytes("hsig_rv1106b_i8")))
+
+
+def _one_channel_zw(m) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    regs = int8.RegisterFile(m)
+    out = {}
+    for n in _convs(m):
+        x, w, bias, y = (m.tensors[i] for i in (*n.inputs[:3], n.outputs[0]))
+        if w.shape[0] == 1:
+            out[n.name] = float(int8.conv_weights(regs, n, x, w, bias, y, False).zw[0])
+    return out
+
+
+def test_a_one_channel_convs_zero_point_is_the_low_byte_of_cna_register_0x1078() -> None:
+    """oc1's two convs of one output channel: rv1106 holds -zw in 0x4054 as rk3588 does,
+    rv1106b in the low byte of 0x1078 (repeated in bits 15:8; 0x80 is 128); the same values."""
+    rv1106, rv1106b = _model("oc1_rv1106_i8"), _model("oc1_rv1106b_i8")
+    want, got = _one_channel_zw(rv1106), _one_channel_zw(rv1106b)
+    assert len(got) == 2 and got == want and all(got.values())
+    regs = int8.RegisterFile(rv1106b)
+    for n in _convs(rv1106b):
+        if n.name in got:
+            byte = regs.first_task(n)[0x1078] & 0xFF
+            assert regs.first_task(n)[0x1078] >> 8 & 0xFF == byte
+            assert -got[n.name] == (byte - 256 if byte > 128 else byte)

@@ -41,10 +41,14 @@ _BIAS_UNPACK = {"RKNPU w1": mini_weights.w1_bias_blob}
 INT8_FAMILY = {"RKNPU f3": "RKNPU f2"}
 # A conv with one output channel (a YOLOv8 DFL's weights 0..15) has a bias blob of A alone: its
 # -zw is the signed low half of this DPU register, and its C is 2^14 (the one channel is its
-# own maximum). rk3576 and rv1126b program no such register: their -zw is the int32 at byte 0
-# of the constant `<conv output>_BScfgTensor` (the rest of its first 32 bytes zero, then
-# bytes that differ between builds of one model: not read).
-SINGLE_CHANNEL_ZW = {"RKNPU v2": 0x4054, "RKNPU lite": 0x4054, "RKNPU t4": 0x4054}
+# own maximum) (rk3562 and rv1106 also set bit 31). rk3576 and rv1126b program no such
+# register: their -zw is the int32 at byte 0 of the constant `<conv output>_BScfgTensor` (the
+# rest of its first 32 bytes zero, then bytes that differ between builds of one model: not
+# read). rv1106b's is the low byte of CNA register 0x1078 (repeated in bits 15:8; -zw = 128
+# as 0x80), beside the input's zero point in 0x1088 (probes of 16 one-channel convs).
+SINGLE_CHANNEL_ZW = {"RKNPU v2": 0x4054, "RKNPU lite": 0x4054, "RKNPU t4": 0x4054,
+                     "RKNPU t3": 0x4054}  # fmt: skip
+SINGLE_CHANNEL_ZW_BYTE = {"RKNPU w1": 0x1078}
 SINGLE_CHANNEL_ZW_SUFFIX = "_BScfgTensor"
 SINGLE_CHANNEL_ZW_CONST = ("RKNPU f2",)  # by family(): rv1126b's "RKNPU f3" too
 # Depthwise weights as (w, -zw) pairs with a bias blob without B (weights.unpack_depthwise_pairs).
@@ -307,6 +311,11 @@ def _single_channel_zw(regs: RegisterFile, n: Node) -> np.ndarray:
         if found is not None:
             low = found & 0xFFFF
             value = low - 0x10000 if low & 0x8000 else low
+    elif m.npu_format in SINGLE_CHANNEL_ZW_BYTE:
+        found = (regs.first_task(n) or {}).get(SINGLE_CHANNEL_ZW_BYTE[m.npu_format])
+        if found is not None:
+            byte = found & 0xFF
+            value = 128 if byte == 0x80 else (byte - 0x100 if byte & 0x80 else byte)
     if value is None or not -127 <= value <= 128:  # -zw of an int8 zero point
         raise VendorFormatError(
             f"vendor .rknn model: int8 conv '{n.name}' has one output channel, whose weight "

@@ -32,6 +32,7 @@ from .fileformat import (
     VendorModel,
 )
 from .flatbuf import Table
+from .graph import LAYOUT_NC1HWC2
 
 HEADER = struct.Struct("<4sIQQ")  # magic, zero, format version, payload length (from 0x40)
 PAYLOAD_AT = 0x40
@@ -198,6 +199,18 @@ def parse(buf: memoryview) -> VendorModel:
     return m
 
 
+def _stored_values(t: Tensor) -> int:
+    """How many values constant `t` holds: its shape's, or where it is stored NC1HWC2 (native
+    [N, C1, H, W, C2]) each (n, c1) plane's H x W positions padded to a multiple of 4, as v6
+    files store them (graph.from_nc1hwc2: a YOLOv8 head's anchor points [2, 1, 1, 8400] as
+    [2, 1, 1, 8400, 16]; YOLOv5's anchors [3, 1, 1, 2] as 3 planes of 4 positions)."""
+    native = t.native_shape
+    if t.layout_tag != LAYOUT_NC1HWC2 or len(native) != 5:
+        return prod(t.shape)
+    positions = -(-native[2] * native[3] // 4) * 4
+    return native[0] * native[1] * positions * native[4]
+
+
 def _buffers(tensors: list[Tensor], parts: dict[str, memoryview], task_count: int
              ) -> list[memoryview]:  # fmt: skip
     """Give every constant its bytes of the weight memory (offset, size), and the register
@@ -214,7 +227,7 @@ def _buffers(tensors: list[Tensor], parts: dict[str, memoryview], task_count: in
             data = memory[t.offset : t.offset + t.size]
             if t.kind == KIND_CONST_CPU and t.dtype in fileformat.ONNX_DTYPES.values():
                 # CPU constants are allocated in 64-byte units: keep the values only
-                data = data[: prod(t.shape) * np.dtype(t.dtype).itemsize]
+                data = data[: _stored_values(t) * np.dtype(t.dtype).itemsize]
         elif t.kind == KIND_REGCMD:
             data = parts["regcmd"]
         elif t.kind == KIND_TASKS:
