@@ -6,6 +6,8 @@ test_vendor_mini.py."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -158,3 +160,12 @@ def test_a_one_channel_convs_zero_point_is_the_low_byte_of_cna_register_0x1078()
             byte = regs.first_task(n)[0x1078] & 0xFF
             assert regs.first_task(n)[0x1078] >> 8 & 0xFF == byte
             assert -got[n.name] == (byte - 256 if byte > 128 else byte)
+
+
+def test_a_hard_sigmoid_of_a_zero_input_scale_is_refused_by_name() -> None:
+    """(alpha is the multiplier over the input's scale: a zero scale divided by zero before)"""
+    m = _model("hsig_rv1106b_i8")
+    n = next(n for n in m.nodes if n.op_type == "HardSigmoid")
+    m.tensors[n.inputs[0]] = dataclasses.replace(m.tensors[n.inputs[0]], scale=[0.0])
+    with pytest.raises(VendorFormatError, match=r"the parameters of HardSigmoid"):
+        rebuild.rebuild(m)

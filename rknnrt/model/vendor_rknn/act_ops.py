@@ -55,13 +55,15 @@ def hard_sigmoid(b: GraphBuilder, n: Node) -> str:
     t, fmt = single(b, n), b.m.npu_format
     at = HSIG_STANDALONE.get(fmt)
     regs = (b.registers().first_task(n) or {}) if at is not None and b.quantized else {}
-    if at is None or any(r not in regs for r in at) or not t.scale or not regs[at[1]]:
+    s_in = float(t.scale[0]) if t.scale else 0.0
+    if at is None or any(r not in regs for r in at) or not regs[at[1]] \
+            or not (np.isfinite(s_in) and s_in > 0):  # fmt: skip
         raise VendorFormatError(
             f"vendor .rknn model: the parameters of {n.op_type} '{n.name}' ({fmt}) are not decoded"
         )
     raw, multiplier, shift = regs[at[0]], regs[at[1]], HSIG_SHIFT_BASE + (regs[at[2]] & 0xFF)
     offset = raw - (1 << 32) if raw >= 1 << 31 else raw
-    s_in, zp = float(t.scale[0]), (t.zp[0] if t.zp else 0)
+    zp = t.zp[0] if t.zp else 0
     alpha = next((a for a in HSIG_ALPHAS if round(a * s_in * 2**shift) == multiplier),
                  multiplier / 2**shift / s_in)  # fmt: skip
     beta = 0.5 + (offset + zp) * alpha * s_in  # the offset's integer: the board's beta
