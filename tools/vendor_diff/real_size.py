@@ -38,6 +38,7 @@ from .real_arch import cosine
 
 VENDOR_SCRIPT = Path(__file__).with_name("real_size_vendor.py")
 PLATFORMS = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")
+BUILD_TIMEOUT_S = 3600  # one file's build and simulation (DeepLabV3 at 513 x 513: ~10 min)
 
 
 @dataclass
@@ -82,9 +83,14 @@ def build_vendor(python: str, root: Path, names: list[str], platforms: list[str]
         for platform in platforms:
             for dtype in dtypes:
                 stem = root / name / f"{name}_{platform}_{dtype}"
-                done = subprocess.run([python, str(VENDOR_SCRIPT), str(root), platform, dtype,
-                                       name], capture_output=True, text=True)  # fmt: skip
                 failed = stem.with_name(stem.name + "_failed.txt")
+                try:
+                    done = subprocess.run([python, str(VENDOR_SCRIPT), str(root), platform,
+                                           dtype, name], capture_output=True, text=True,
+                                          timeout=BUILD_TIMEOUT_S)  # fmt: skip
+                except subprocess.TimeoutExpired:
+                    failed.write_text(f"the toolkit took more than {BUILD_TIMEOUT_S} s\n")
+                    continue
                 if done.returncode != 0 and not failed.exists():
                     errors = [line for line in (done.stdout + done.stderr).splitlines()
                               if line.startswith("E ") or "\x1b[1;31mE" in line]  # fmt: skip
