@@ -119,6 +119,12 @@ INT8_EXACT_SOFTMAX = Switch(
     "nodes', and slower) instead of quantising the float Softmax with rknnrt's compiled "
     "kernel (core/program/softmax_quantize.py; read at rknn_init)",
 )  # fmt: skip
+WINDOW_MEAN_KERNEL = Switch(
+    "RKNNRT_WINDOW_MEAN_KERNEL", "1",
+    "0 runs a vendor file's AveragePool as the strided Slices, Adds and Div it is rebuilt as "
+    "instead of in one pass of rknnrt's compiled kernel (core/program/window_means.py: the "
+    "same bits, slower; read at rknn_init)",
+)  # fmt: skip
 INT8_CONV_KERNEL = Switch(
     "RKNNRT_INT8_CONV_KERNEL", "1",
     "0 keeps an int8 program's dense convs, Gemms and MatMuls on onnxruntime's kernels "
@@ -159,8 +165,8 @@ CACHE_DIR = Switch(
 TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
          FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE, INT8_DW_KERNEL,
          FP16_ROUND_KERNEL, INT8_AFFINE_KERNEL, INT8_BYTE_MAP_KERNEL, INT8_CHANNEL_MUL_KERNEL,
-         INT8_EXACT_SOFTMAX, INT8_CONV_KERNEL, INT8_ISLANDS, GROUPED_CONVS, SELECTION_CONVS,
-         LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
+         INT8_EXACT_SOFTMAX, WINDOW_MEAN_KERNEL, INT8_CONV_KERNEL, INT8_ISLANDS, GROUPED_CONVS,
+         SELECTION_CONVS, LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
 
 
 # Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
@@ -285,6 +291,10 @@ def int8_channel_mul_kernel() -> bool:
 
 def int8_exact_softmax() -> bool:
     return raw(INT8_EXACT_SOFTMAX) != "0"
+
+
+def window_mean_kernel() -> bool:
+    return raw(WINDOW_MEAN_KERNEL) != "0"
 
 
 def int8_conv_kernel() -> bool:

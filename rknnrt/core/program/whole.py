@@ -36,6 +36,7 @@ from . import (
     layout_cache,
     selection_convs,
     softmax_quantize,
+    window_means,
 )
 
 
@@ -66,7 +67,8 @@ def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes
     per-channel affine int8 maps in one kernel pass (exact), per-tensor requantisations as one
     table pass (exact), quantised activations as one table pass (exact), per-channel int8
     multiplies in one kernel pass (exact), a Softmax's QuantizeLinear kept from onnxruntime's
-    approximate QLinearSoftmax fusion (the nodes' bytes). Each NPU
+    approximate QLinearSoftmax fusion (the nodes' bytes), a vendor AveragePool's window sums
+    in one kernel pass (exact). Each NPU
     segment of a segmented program runs it too, and tools/vendor_diff for its per-layer
     values."""
     graph, unused = fast_graph.rewrite(graph), set()
@@ -78,7 +80,8 @@ def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes
                        (switches.int8_byte_map_kernel(), byte_maps),
                        (switches.int8_byte_map_kernel(), byte_tables),
                        (switches.int8_channel_mul_kernel(), channel_muls),
-                       (switches.int8_exact_softmax(), softmax_quantize)):
+                       (switches.int8_exact_softmax(), softmax_quantize),
+                       (switches.window_mean_kernel(), window_means)):
         if on:
             graph, dropped = module.rewrite(graph, weights)
             unused |= dropped

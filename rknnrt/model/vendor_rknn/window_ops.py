@@ -8,7 +8,9 @@ the ONNX default.
 AveragePool is rebuilt as the simulator computes it (measured on ShuffleNet's 3x3 stride-2
 pools, int8): the window's values summed in float32 in row-major order, then divided by the
 count of values in the window. onnxruntime's own AveragePool accumulates in another order, which
-flips the int8 rounding of exact ties (a value like -70.5 steps) in 0.5% of the outputs.
+flips the int8 rounding of exact ties (a value like -70.5 steps) in 0.5% of the outputs. The
+runtime runs the Slices, Adds and Div written here as one kernel pass (core/program/
+window_means.py).
 """
 
 from __future__ import annotations

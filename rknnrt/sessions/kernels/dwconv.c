@@ -23,7 +23,7 @@
  * build suits every x86-64 CPU); onnxruntime's C API as declared in ort_abi.h. RegisterCustomOps
  * also adds the library's other ops, f16round.c's RoundFloat16, affine.c's ChannelAffineU8,
  * bytemap.c's ByteMap_<x><y> and ByteTable_<x><y>, chanmul.c's ChannelMul_<t>, inputcast.c's
- * QuantizeFloat_<t> and qconv.c's dense ConvInt8_u8<y>, to the domain.
+ * QuantizeFloat_<t>, winmean.c's WindowMean and qconv.c's dense ConvInt8_u8<y>, to the domain.
  */
 
 #include <stdlib.h>
@@ -34,6 +34,7 @@
 #include "bytemap.h"
 #include "chanmul.h"
 #include "inputcast.h"
+#include "winmean.h"
 #include "f16round.h"
 #include "ort_abi.h"
 #include "qconv.h"
@@ -200,6 +201,8 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
         st = FN(api, CustomOpDomain_Add)(domain, chanmul_op(i));
     for (int i = 0; !st && i < QUANTIZE_OPS; i++)
         st = FN(api, CustomOpDomain_Add)(domain, quantize_op(i));
+    if (!st)
+        st = FN(api, CustomOpDomain_Add)(domain, winmean_op());
     qconv_set_parallel_api(parallel_api);
     for (int i = 0; !st && i < QCONV_OPS; i++)
         st = FN(api, CustomOpDomain_Add)(domain, qconv_op(i));
