@@ -91,10 +91,9 @@ void affine_run(const uint8_t *x, uint8_t *y, const float *p, const float *a, co
 static void compute(void *kernel, OrtKernelContext *ctx) {
     /* a failure can only leave the output unset, which onnxruntime reports itself */
     const OrtApi *api = ((const ApiKernel *)kernel)->api;
-    const OrtValue *in[4] = {NULL, NULL, NULL, NULL};
-    for (size_t i = 0; i < 4; i++)
-        if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
-            return;
+    const OrtValue *in[4];
+    if (kernel_inputs(api, ctx, in, 4))
+        return;
     int64_t dims[16], pd[16], ad[16], bd[16];
     size_t rank = 0, pr = 0, ar = 0, br = 0;
     if (tensor_dims(api, in[0], dims, 16, &rank) || tensor_dims(api, in[1], pd, 16, &pr) ||

@@ -1,6 +1,7 @@
 /* What this library's ops share: the kernel object of those that keep nothing but
  * onnxruntime's API table (f16round.c, affine.c), their common op fields, and reading a
- * node's attributes, running chunks on onnxruntime's threads and a tensor's dimensions. */
+ * node's attributes and inputs, running chunks on onnxruntime's threads and a tensor's
+ * dimensions. */
 
 #ifndef RKNNRT_API_KERNEL_H
 #define RKNNRT_API_KERNEL_H
@@ -64,6 +65,23 @@ static inline void run_chunks(const OrtApi *api, const OrtApi *parallel, OrtKern
     }
     for (size_t i = 0; i < count; i++)
         fn(data, i);
+}
+
+/* Inputs 0 .. n - 1 of the node into in: 0, or -1 where onnxruntime reports an error or gives
+ * one no value (its status freed). */
+static inline int kernel_inputs(const OrtApi *api, OrtKernelContext *ctx, const OrtValue **in,
+                                size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        in[i] = NULL;
+        OrtStatus *st = FN(api, KernelContext_GetInput)(ctx, i, &in[i]);
+        if (st) {
+            FN(api, ReleaseStatus)(st);
+            return -1;
+        }
+        if (in[i] == NULL)
+            return -1;
+    }
+    return 0;
 }
 
 /* The dimensions of tensor `value` into dims (at most `most`) and their count into *rank:

@@ -145,10 +145,9 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     /* a failure can only leave the output unset, which onnxruntime reports itself */
     const OrtApi *api = ((const ByteMapKernel *)kernel)->api;
     const int plain = ((const ByteMapKernel *)kernel)->plain;
-    const OrtValue *in[2] = {NULL, NULL};
-    for (size_t i = 0; i < 2; i++)
-        if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
-            return;
+    const OrtValue *in[2];
+    if (kernel_inputs(api, ctx, in, 2))
+        return;
     int64_t dims[16], td[16];
     size_t rank = 0, tr = 0;
     if (tensor_dims(api, in[0], dims, 16, &rank) || tensor_dims(api, in[1], td, 16, &tr))

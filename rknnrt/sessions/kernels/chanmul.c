@@ -171,10 +171,9 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     /* a failure can only leave the output unset, which onnxruntime reports itself */
     const MulKernel *k = (const MulKernel *)kernel;
     const OrtApi *api = k->api;
-    const OrtValue *in[3] = {NULL, NULL, NULL};
-    for (size_t i = 0; i < 3; i++)
-        if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
-            return;
+    const OrtValue *in[3];
+    if (kernel_inputs(api, ctx, in, 3))
+        return;
     int64_t dims[16], gd[16], pd[16];
     size_t rank = 0, gr = 0, pr = 0;
     if (tensor_dims(api, in[0], dims, 16, &rank) || tensor_dims(api, in[1], gd, 16, &gr) ||

@@ -69,9 +69,8 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     const Kernel *k = (const Kernel *)kernel;
     const OrtApi *api = k->api;
     const OrtValue *in[4];
-    for (size_t i = 0; i < 4; i++)
-        if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
-            return;
+    if (kernel_inputs(api, ctx, in, 4))
+        return;
     int64_t xd[4], wd[3];
     size_t xr = 0, wr = 0;
     if (tensor_dims(api, in[0], xd, 4, &xr) || tensor_dims(api, in[1], wd, 3, &wr) ||

@@ -88,7 +88,7 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     /* a failure can only leave the output unset, which onnxruntime reports itself */
     const OrtApi *api = ((const ApiKernel *)kernel)->api;
     const OrtValue *in = NULL;
-    if (FN(api, KernelContext_GetInput)(ctx, 0, &in) != NULL || in == NULL)
+    if (kernel_inputs(api, ctx, &in, 1))
         return;
     int64_t dims[16];
     size_t rank = 0;

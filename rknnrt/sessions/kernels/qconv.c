@@ -254,10 +254,9 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     const QcKernel *kn = (const QcKernel *)kernel;
     const OrtApi *api = kn->api;
     const QcParams *p = &kn->p;
-    const OrtValue *in[4] = {NULL, NULL, NULL, NULL};
-    for (size_t i = 0; i < 4; i++)
-        if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
-            return;
+    const OrtValue *in[4];
+    if (kernel_inputs(api, ctx, in, 4))
+        return;
     int64_t xd[8], wd[4], qd[2], md[1];
     size_t xr = 0, wr = 0, qr = 0, mr = 0;
     if (tensor_dims(api, in[0], xd, 8, &xr) || tensor_dims(api, in[1], wd, 4, &wr) ||

@@ -38,10 +38,9 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     /* a failure can only leave the output unset, which onnxruntime reports itself */
     const MeanKernel *k = (const MeanKernel *)kernel;
     const OrtApi *api = k->api;
-    const OrtValue *in[2] = {NULL, NULL};
-    for (size_t i = 0; i < 2; i++)
-        if (FN(api, KernelContext_GetInput)(ctx, i, &in[i]) != NULL || in[i] == NULL)
-            return;
+    const OrtValue *in[2];
+    if (kernel_inputs(api, ctx, in, 2))
+        return;
     int64_t xd[4], cd[4];
     size_t xr = 0, cr = 0;
     if (tensor_dims(api, in[0], xd, 4, &xr) || tensor_dims(api, in[1], cd, 4, &cr) || xr != 4 ||
