@@ -33,15 +33,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.runtimes import alternate, baseline_options, build  # noqa: E402
 from rknnrt.lite import RKNNLite  # noqa: E402
 from tools.vendor_diff import real_size  # noqa: E402
+from tools.vendor_diff.real_arch import cosine  # noqa: E402
 
 DEFAULT_MODELS = ("mobilenetv2", "mobilenetv3_small", "resnet18", "densenet121", "yolov5s",
                   "deit_tiny")  # fmt: skip
 RUN_TARGET = 1.2
-
-def _cosine(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
-    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
-
 
 def _load(path: Path) -> RKNNLite:
     lite = RKNNLite()
@@ -78,7 +74,7 @@ def bench(name: str, kinds: list[str], args: argparse.Namespace, work: Path) -> 
                     platform=args.platform)  # fmt: skip
         opened += [vendor, own]
         outs = vendor.inference([x], data_format="nchw")
-        row[f"{kind}_cos"] = min(_cosine(o, s) for o, s in zip(outs, sim))
+        row[f"{kind}_cos"] = min(cosine(o, s) for o, s in zip(outs, sim))
         runs[f"{kind}_vendor"] = lambda r=vendor: r.inference([x], data_format="nchw")
         runs[f"{kind}_own"] = lambda r=own: r.inference([x], data_format="nchw")
     row["ms"] = alternate(runs, args.repeat)

@@ -46,13 +46,6 @@ def _bytes(stem: str) -> bytes:
     return (MINI / f"{stem}.rknn").read_bytes()
 
 
-def _query(ctx: rk.rknn_context, cmd: int, index: int) -> rk.rknn_tensor_attr:
-    attr = rk.rknn_tensor_attr()
-    attr.index = index
-    assert rk.rknn_query(ctx, cmd, attr, ctypes.sizeof(attr)) == rk.RKNN_SUCC
-    return attr
-
-
 def run_zero_copy(ctx: rk.rknn_context, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """One run with float32 NCHW inputs and float32 outputs bound as zero-copy memory."""
     return real_size.run_zero_copy(ctx, inputs)[0]
@@ -112,7 +105,7 @@ def _check_queries(stem: str, ctx: rk.rknn_context) -> None:
     assert rk.rknn_query(ctx, rk.RKNN_QUERY_IN_OUT_NUM, num, ctypes.sizeof(num)) == 0
     assert (num.n_input, num.n_output) == (len(rep["inputs"]), len(rep["outputs"]))
     for k, name in enumerate(rep["inputs"]):
-        attr = _query(ctx, rk.RKNN_QUERY_INPUT_ATTR, k)
+        attr = real_size.query_attr(ctx, rk.RKNN_QUERY_INPUT_ATTR, k)
         shape = rep["input_shapes"][k]
         assert attr.name.decode() == name
         # int8, 4-D ones NHWC, as the board's mini runtime takes its inputs
@@ -123,10 +116,10 @@ def _check_queries(stem: str, ctx: rk.rknn_context) -> None:
         quant = rep["io_quant"][name]
         assert attr.zp == quant["zp"] and attr.scale == pytest.approx(quant["scale"], rel=1e-6)
         row = rep["feature_rows"][name]
-        native = _query(ctx, rk.RKNN_QUERY_NATIVE_INPUT_ATTR, k)
+        native = real_size.query_attr(ctx, rk.RKNN_QUERY_NATIVE_INPUT_ATTR, k)
         assert native.size_with_stride <= row["size"]  # the data fits the log's allocation
     for k, name in enumerate(rep["outputs"]):
-        attr = _query(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, k)
+        attr = real_size.query_attr(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, k)
         assert attr.name.decode() == name
         assert list(attr.dims[: attr.n_dims]) == rep["sim_output_shapes"][k]
         row = rep["feature_rows"][name]
@@ -137,7 +130,7 @@ def _check_queries(stem: str, ctx: rk.rknn_context) -> None:
             quant = rep["io_quant"][name]
             assert attr.zp == quant["zp"]
             assert attr.scale == pytest.approx(quant["scale"], rel=1e-6)
-        native = _query(ctx, rk.RKNN_QUERY_NATIVE_OUTPUT_ATTR, k)
+        native = real_size.query_attr(ctx, rk.RKNN_QUERY_NATIVE_OUTPUT_ATTR, k)
         if row["dtype"] == "INT64":
             # Known deviation (v6 files too): the log gives ArgMax's int64 CPU output as NCHW,
             # rknnrt's runtime (core/io/attrs.py) answers NC1HWC2 for every 4-D output.
@@ -168,7 +161,7 @@ def _check_native_attrs(stem: str, ctx: rk.rknn_context) -> None:
             if vendor.tensors[index].dtype == "int64":
                 continue  # ArgMax's CPU output stores no native shape (see above)
             expected = board_rules.native_attrs(vendor, vendor.tensors[index], is_input)
-            attr = _query(ctx, cmd, k)
+            attr = real_size.query_attr(ctx, cmd, k)
             assert attr.fmt == _FMTS[expected["fmt"]], (stem, k)
             assert list(attr.dims[: attr.n_dims]) == expected["dims"], (stem, k)
             assert attr.size_with_stride == expected["size_with_stride"], (stem, k)

@@ -111,7 +111,8 @@ def vendor_outputs(root: Path, name: str, platform: str,
         return stem.with_suffix(".rknn"), [data[f"arr_{i}"] for i in range(len(data.files))]
 
 
-def _attr(ctx: rk.rknn_context, cmd: int, index: int) -> rk.rknn_tensor_attr:
+def query_attr(ctx: rk.rknn_context, cmd: int, index: int) -> rk.rknn_tensor_attr:
+    """Tensor `index`'s attributes by query `cmd` (an input's or an output's)."""
     attr = rk.rknn_tensor_attr(index=index)
     if rk.rknn_query(ctx, cmd, ctypes.byref(attr), ctypes.sizeof(attr)) != 0:
         raise RuntimeError(f"rknn_query {cmd} of tensor {index} failed")
@@ -129,7 +130,7 @@ def run_zero_copy(ctx: rk.rknn_context,
     mems, outs, attrs = [], [], []
     try:
         for i, x in enumerate(inputs):
-            attr = _attr(ctx, rk.RKNN_QUERY_INPUT_ATTR, i)
+            attr = query_attr(ctx, rk.RKNN_QUERY_INPUT_ATTR, i)
             x = np.ascontiguousarray(x, np.float32)
             attr.type = rk.RKNN_TENSOR_FLOAT32
             attr.fmt = rk.RKNN_TENSOR_NCHW if x.ndim == 4 else rk.RKNN_TENSOR_UNDEFINED
@@ -138,8 +139,8 @@ def run_zero_copy(ctx: rk.rknn_context,
             if rk.rknn_set_io_mem(ctx, mems[-1], attr) != 0:
                 raise RuntimeError(f"rknn_set_io_mem of input {i} failed")
         for i in range(num.n_output):
-            attr = _attr(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, i)
-            attrs.append(_attr(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, i))
+            attr = query_attr(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, i)
+            attrs.append(query_attr(ctx, rk.RKNN_QUERY_OUTPUT_ATTR, i))
             attr.type = rk.RKNN_TENSOR_FLOAT32
             mems.append(rk.rknn_create_mem(ctx, attr.n_elems * 4))
             if rk.rknn_set_io_mem(ctx, mems[-1], attr) != 0:
