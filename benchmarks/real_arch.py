@@ -25,7 +25,9 @@ core/program/channel_muls.py). Kind `int8s` is it with RKNNRT_INT8_EXACT_SOFTMAX
 (onnxruntime's QLinearSoftmax fusion, core/program/softmax_quantize.py). Kind `fp16c` is the
 fp16 file with
 RKNNRT_FP16_ROUND_KERNEL=0 (its float16 roundings as Cast pairs instead of the compiled
-one-pass kernel, core/program/fp16_round.py): `--kinds fp16c,fp16`.
+one-pass kernel, core/program/fp16_round.py): `--kinds fp16c,fp16`. Kind `fp16p` is it with
+RKNNRT_FP16_BLOCKED_OPS=0 (global average pools and squeeze-and-excitation multiplies out of
+onnxruntime's blocked layout instead of on rknnrt's kernels, core/program/fp16_blocked_ops.py).
 
 Targets (issue 25): int8 <= 1.0x onnxruntime float32 on every network (geometric mean
 <= 0.8x), fp16 <= 1.2x.
@@ -63,7 +65,8 @@ def main() -> None:
                              "depthwise kernel), int8v (without the VNNI conv kernel), int8b "
                              "(without the input's table pass), int8m (without the channel "
                              "multiply kernel), int8s (with onnxruntime's QLinearSoftmax), fp16c "
-                             "(fp16 without the compiled rounding kernel)")  # fmt: skip
+                             "(fp16 without the compiled rounding kernel), fp16p (fp16 with its "
+                             "pools and gates out of the blocked layout)")  # fmt: skip
     args = parser.parse_args()
     names = [n for n in catalog.NETWORKS if not args.models or n in args.models.split(",")]
     exact = int8_kernels.fast_kernels_exact()
@@ -99,14 +102,15 @@ def main() -> None:
     print(f"{'geometric mean':24s} {'':10s} {pad} {' '.join(f'{geo[k]:9.2f}' for k in kinds)}")
 
 
-KINDS = ("int8f", "int8v", "int8b", "int8m", "int8s", "int8", "fp16c", "fp16")
+KINDS = ("int8f", "int8v", "int8b", "int8m", "int8s", "int8", "fp16c", "fp16p", "fp16")
 # a variant: (the kind whose file it loads, the switch it loads that file with at 0)
 VARIANTS = {"int8f": ("int8", switches.INT8_DW_KERNEL),
             "int8v": ("int8", switches.INT8_CONV_KERNEL),
             "int8b": ("int8", switches.INT8_BYTE_MAP_KERNEL),
             "int8m": ("int8", switches.INT8_CHANNEL_MUL_KERNEL),
             "int8s": ("int8", switches.INT8_EXACT_SOFTMAX),
-            "fp16c": ("fp16", switches.FP16_ROUND_KERNEL)}
+            "fp16c": ("fp16", switches.FP16_ROUND_KERNEL),
+            "fp16p": ("fp16", switches.FP16_BLOCKED_OPS)}
 
 
 def _runtimes(model, kinds: list[str], calib: list, stem: str) -> dict[str, RKNNLite]:

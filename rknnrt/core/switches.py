@@ -92,6 +92,13 @@ FP16_ROUND_KERNEL = Switch(
     "0 runs a program's float16 roundings as onnxruntime's Cast pairs instead of one pass of "
     "rknnrt's compiled kernel (core/program/fp16_round.py; same values; read at rknn_init)",
 )  # fmt: skip
+FP16_BLOCKED_OPS = Switch(
+    "RKNNRT_FP16_BLOCKED_OPS", "1",
+    "0 keeps a float16 program's global average pools on their plain inputs, and their "
+    "squeeze-and-excitation multiplies out of onnxruntime's blocked layout, instead of running "
+    "both blocked on rknnrt's compiled kernels (core/program/fp16_blocked_ops.py; same values; "
+    "read at rknn_init)",
+)  # fmt: skip
 INT8_AFFINE_KERNEL = Switch(
     "RKNNRT_INT8_AFFINE_KERNEL", "1",
     "0 runs an int8 program's per-channel affine maps (a vendor file's standalone "
@@ -164,9 +171,9 @@ CACHE_DIR = Switch(
 )  # fmt: skip
 TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
          FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE, INT8_DW_KERNEL,
-         FP16_ROUND_KERNEL, INT8_AFFINE_KERNEL, INT8_BYTE_MAP_KERNEL, INT8_CHANNEL_MUL_KERNEL,
-         INT8_EXACT_SOFTMAX, WINDOW_MEAN_KERNEL, INT8_CONV_KERNEL, INT8_ISLANDS, GROUPED_CONVS,
-         SELECTION_CONVS, LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
+         FP16_ROUND_KERNEL, FP16_BLOCKED_OPS, INT8_AFFINE_KERNEL, INT8_BYTE_MAP_KERNEL,
+         INT8_CHANNEL_MUL_KERNEL, INT8_EXACT_SOFTMAX, WINDOW_MEAN_KERNEL, INT8_CONV_KERNEL,
+         INT8_ISLANDS, GROUPED_CONVS, SELECTION_CONVS, LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
 
 
 # Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
@@ -275,6 +282,10 @@ def int8_dw_kernel() -> bool:
 
 def fp16_round_kernel() -> bool:
     return raw(FP16_ROUND_KERNEL) != "0"
+
+
+def fp16_blocked_ops() -> bool:
+    return raw(FP16_BLOCKED_OPS) != "0"
 
 
 def int8_affine_kernel() -> bool:

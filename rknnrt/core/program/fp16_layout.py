@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..lazy_imports import onnx
-from . import graph_edit
+from . import fp16_blocked_ops, graph_edit
 
 _FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
 
@@ -65,9 +65,11 @@ _PLAIN_READERS = frozenset({"GlobalAveragePool", "Resize", "Upsample", "BatchNor
 _EXACT_RESIZE_MODES = (b"nearest",)  # a copy of one input value: the same in any layout
 
 
-def _reads_plain(node) -> bool:
+def _reads_plain(node, blocked_pools: bool) -> bool:
     if node.op_type not in _PLAIN_READERS or node.domain not in ("", "ai.onnx"):
         return False
+    if blocked_pools and node.op_type == "GlobalAveragePool":
+        return False  # fp16_blocked_ops runs it blocked, in the plain pool's order
     mode = next((a.s for a in node.attribute if a.name == "mode"), b"nearest")
     return node.op_type not in ("Resize", "Upsample") or mode not in _EXACT_RESIZE_MODES
 
@@ -94,9 +96,10 @@ def _blockable(graph) -> set[str]:
     return found
 
 
-def movable_pairs(graph) -> list[tuple]:
+def movable_pairs(graph, blocked_pools: bool = False) -> list[tuple]:
     """The rounding pairs the blocked layout may take: rounding_pairs of _blockable tensors,
-    but those whose rounded value a _PLAIN_READERS op reads."""
+    but those whose rounded value a _PLAIN_READERS op reads (`blocked_pools`: a
+    GlobalAveragePool is not one, fp16_blocked_ops.enabled())."""
     readers: dict[str, list] = {}
     for node in graph.node:
         for name in node.input:
@@ -104,7 +107,8 @@ def movable_pairs(graph) -> list[tuple]:
     blockable = _blockable(graph)
     return [(first, second) for first, second in rounding_pairs(graph)
             if first.input[0] in blockable
-            and not any(_reads_plain(n) for n in readers.get(second.output[0], []))]  # fmt: skip
+            and not any(_reads_plain(n, blocked_pools)
+                        for n in readers.get(second.output[0], []))]  # fmt: skip
 
 
 def _without_pairs(model, pairs: list[tuple]) -> list[str]:
@@ -269,12 +273,13 @@ def blocked_program(graph: bytes, open_program: Callable[..., object],
     if not may_lay_out(graph):
         return None
     kept: set[str] = set()
+    blocked_ops = fp16_blocked_ops.enabled()
     for _ in range(_ATTEMPTS):
         model = onnx.load_model_from_string(bytes(graph))
-        pairs = [p for p in movable_pairs(model.graph) if p[0].input[0] not in kept]
+        pairs = [p for p in movable_pairs(model.graph, blocked_ops) if p[0].input[0] not in kept]
         if not pairs:
             return None
-        laid_out = _lay_out(model, pairs, open_program, initializers)
+        laid_out = _lay_out(model, pairs, open_program, initializers, blocked_ops)
         if laid_out is None:
             return None
         lost = laid_out[1]
@@ -288,8 +293,10 @@ _ATTEMPTS = 3
 
 
 def _lay_out(model, pairs: list[tuple], open_program: Callable[..., object],
-             initializers: tuple[list[str], list] | None) -> tuple[Blocked, list[str]] | None:
-    """blocked_program with these pairs moved; also the sources whose rounding was lost."""
+             initializers: tuple[list[str], list] | None, blocked_ops: bool
+             ) -> tuple[Blocked, list[str]] | None:  # fmt: skip
+    """blocked_program with these pairs moved; also the sources whose rounding was lost.
+    `blocked_ops`: the pools and gates then run on fp16_blocked_ops' kernels."""
     outputs = [o.name for o in model.graph.output]
     sources = _without_pairs(model, pairs)
     _keep_sums_apart(model, sources)
@@ -310,6 +317,8 @@ def _lay_out(model, pairs: list[tuple], open_program: Callable[..., object],
     if not any(n.domain == "com.microsoft.nchwc" for n in laid_out.graph.node):
         return None  # no blocked layout on this CPU: nothing gained
     lost = _with_pairs(laid_out, sources, outputs)
+    if blocked_ops:
+        fp16_blocked_ops.rewrite(laid_out)
     return Blocked(laid_out.SerializeToString(), data), lost
 
 

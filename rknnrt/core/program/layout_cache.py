@@ -10,7 +10,8 @@ CPU's instruction set and the layout code, so they are kept in the user's cache 
 
 - keyed by SHA-256 over all of those (the graph's and every weight's bytes, names, types and
   shapes; rknnrt's version and the layout modules' source; onnxruntime's version; the CPU's
-  architecture and flags): any change of the model or of rknnrt gives another key;
+  architecture and flags; whether fp16_blocked_ops runs here): any change of the model or of
+  rknnrt gives another key;
 - written all or nothing (model/files.write_atomic) on a thread of its own (rknn_init does not
   wait for the disk), never pickled: a fixed header, the graph
   (ONNX bytes, parsed by onnxruntime as any model graph is) and the raw constants; a CRC-32 of
@@ -42,7 +43,7 @@ import numpy as np
 from ...model import files
 from .. import switches
 from ..version import RKNNRT_VERSION
-from . import fp16_layout
+from . import fp16_blocked_ops, fp16_layout
 
 MAGIC = b"RKNNRTL1"
 _HEAD = struct.Struct("<8sQQI4x")  # magic, graph bytes, data bytes, CRC-32 of graph + data
@@ -73,7 +74,7 @@ def _fingerprint() -> bytes:
     digest = hashlib.sha256()
     for part in (RKNNRT_VERSION, ort.__version__, _cpu()):
         digest.update(part.encode() + b"\0")
-    for module in (fp16_layout.__file__, __file__):
+    for module in (fp16_layout.__file__, fp16_blocked_ops.__file__, __file__):
         digest.update(Path(module).read_bytes())
     return digest.digest()
 
@@ -83,6 +84,8 @@ def key(graph: bytes, names: list[str], values: list[np.ndarray]) -> str:
     The weights' bytes are hashed in two halves on two threads (hashlib lets the interpreter
     go while it hashes): SHA-256 of ResNet-50 fp16's 50 MB took ~30 ms of a first init."""
     digest = hashlib.sha256(_fingerprint())
+    # the pools' and gates' layout (fp16_blocked_ops) depends on this process's kernels too
+    digest.update(b"blocked-ops\1" if fp16_blocked_ops.enabled() else b"blocked-ops\0")
     digest.update(len(graph).to_bytes(8, "little") + graph)
     arrays = [np.ascontiguousarray(value) for value in values]
     for name, array in zip(names, arrays):

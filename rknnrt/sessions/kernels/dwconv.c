@@ -35,6 +35,7 @@
 #include "chanmul.h"
 #include "inputcast.h"
 #include "winmean.h"
+#include "blocked.h"
 #include "f16round.h"
 #include "ort_abi.h"
 #include "qconv.h"
@@ -202,6 +203,9 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
         st = FN(api, CustomOpDomain_Add)(domain, quantize_op(i));
     if (!st)
         st = FN(api, CustomOpDomain_Add)(domain, winmean_op());
+    blocked_set_parallel_api(parallel_api);
+    for (int i = 0; !st && i < BLOCKED_OPS; i++)
+        st = FN(api, CustomOpDomain_Add)(domain, blocked_op(base, i));
     qconv_set_parallel_api(parallel_api);
     for (int i = 0; !st && i < QCONV_OPS; i++)
         st = FN(api, CustomOpDomain_Add)(domain, qconv_op(i));

@@ -77,6 +77,7 @@ EXPORT void f16round_run(const float *x, float *y, int64_t count, int level) {
 static int max_level = 1; /* set by rknnrt_f16round_max_level: the tests' scalar path */
 
 EXPORT void rknnrt_f16round_max_level(int level) { max_level = level; }
+int f16round_max_level(void) { return max_level; }
 
 static int64_t in_place_runs; /* runs whose output took the input's buffer: the tests' witness */
 

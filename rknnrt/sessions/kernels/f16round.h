@@ -14,4 +14,7 @@ const CustomOp *f16round_op(const OrtApiBase *base);
 /* y[i] = float32(float16(x[i])), ties to even; `level`: 0 scalar, 1 F16C (when the CPU has it) */
 void f16round_run(const float *x, float *y, int64_t count, int level);
 
+/* the level the ops run at (1 unless the tests' rknnrt_f16round_max_level lowered it) */
+int f16round_max_level(void);
+
 #endif

@@ -46,6 +46,7 @@ enum {
     API_CustomOpDomain_Add = 27,
     API_AddCustomOpDomain = 28,
     API_GetTensorMutableData = 51,
+    API_SetDimensions = 59,
     API_GetDimensionsCount = 61,
     API_GetDimensions = 62,
     API_GetSymbolicDimensions = 63,
@@ -62,7 +63,8 @@ enum {
  * kernel runs on the calling thread) */
 #define API_KernelContext_ParallelFor 274
 #define API_VERSION_PARALLEL 20
-/* entries of version 17, used through GetApi(18) by the op that declares version 18 */
+/* entries of version 17, used through GetApi(18) by the op that declares version 18 and through
+ * GetApi(17) by the ops that declare version 17 (their output shapes: blocked.c) */
 #define API_ShapeInferContext_GetInputTypeShape 268
 #define API_ShapeInferContext_SetOutputTypeShape 270
 #define API_SetSymbolicDimensions 271
@@ -72,6 +74,8 @@ typedef OrtStatus *(*CreateCustomOpDomain_f)(const char *domain, OrtCustomOpDoma
 typedef OrtStatus *(*CustomOpDomain_Add_f)(OrtCustomOpDomain *domain, const void *op);
 typedef OrtStatus *(*AddCustomOpDomain_f)(OrtSessionOptions *options, OrtCustomOpDomain *domain);
 typedef OrtStatus *(*GetTensorMutableData_f)(OrtValue *value, void **out);
+typedef OrtStatus *(*SetDimensions_f)(OrtTensorTypeAndShapeInfo *info, const int64_t *dims,
+                                      size_t count);
 typedef OrtStatus *(*GetDimensionsCount_f)(const OrtTensorTypeAndShapeInfo *info, size_t *out);
 typedef OrtStatus *(*GetDimensions_f)(const OrtTensorTypeAndShapeInfo *info, int64_t *dims,
                                       size_t count);

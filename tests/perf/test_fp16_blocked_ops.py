@@ -1,0 +1,216 @@
+"""core/program/fp16_blocked_ops.py and sessions/kernels/blocked.c: a float16 program's global
+average pools and squeeze-and-excitation multiplies run in onnxruntime's blocked layout with the
+bits of the plain nodes they replace (the pool's sums in the plain kernel's order, where
+onnxruntime's own blocked pool sums otherwise), and programs give the same outputs with them,
+without them and without the blocked layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from rknnrt.core.program import dw_kernel, fp16_blocked_ops, fp16_layout, layout_cache, whole
+from rknnrt.sessions import kernels, nchwc
+
+from .models import Builder, pooled_like
+from .test_fp16_layout import _fp16_build, _infer, _inputs
+
+NCHWC = "com.microsoft.nchwc"
+
+
+@pytest.fixture(scope="module")
+def block() -> int:
+    found = nchwc.block()
+    if not found:
+        pytest.skip("onnxruntime has no blocked (NCHWc) layout on this CPU: the ops never run")
+    return found
+
+
+def _session(library, nodes: list, inputs: list[tuple[str, list[int]]], outputs: list[str],
+             threads: int = 1):
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid(NCHWC, 1),
+        helper.make_opsetid(kernels.DOMAIN, 1)])  # fmt: skip
+    options = ort.SessionOptions()  # unoptimised: the layout pass would block the plain nodes
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = threads
+    options.register_custom_ops_library(str(library[0]))
+    return ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"])  # fmt: skip
+
+
+def _reorder_in(name: str, out: str):
+    return helper.make_node("ReorderInput", [name], [out], domain=NCHWC, channels_last=0)
+
+
+def _reorder_out(name: str, out: str, channels: int):
+    return helper.make_node("ReorderOutput", [name], [out], domain=NCHWC, channels_last=0,
+                            channels=channels)  # fmt: skip
+
+
+def _values(shape: list[int], seed: int) -> np.ndarray:
+    """Normal values of mixed magnitudes (float32 sums then depend on their order), with a few
+    infinities, a NaN and negative zeros in the first channels."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(np.float32)
+    x.reshape(-1)[:3] = [np.inf, -0.0, np.nan]
+    x.reshape(shape[0], shape[1], -1)[:, 1, 0] = -np.inf
+    return x
+
+
+POOL_SHAPES = [[1, 96, 56, 56], [2, 20, 7, 7], [1, 16, 1, 1], [1, 8, 1, 3], [1, 24, 3, 5],
+               [1, 576, 7, 7], [1, 32, 2, 3]]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", POOL_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_the_blocked_pool_gives_the_plain_pools_bits(library, block, shape) -> None:
+    c = shape[1]
+    x = _values(shape, sum(shape))
+    session = _session(library, [
+        _reorder_in("x", "xb"),
+        helper.make_node("GlobalAveragePool", ["x"], ["plain"]),
+        helper.make_node(fp16_blocked_ops.MEAN_OP, ["xb"], ["mb"], domain=kernels.DOMAIN,
+                         block=block),
+        _reorder_out("mb", "ours", c),
+        helper.make_node("GlobalAveragePool", ["xb"], ["ob"], domain=NCHWC),
+        _reorder_out("ob", "theirs", c)], [("x", shape)], ["plain", "ours", "theirs"])  # fmt: skip
+    plain, ours, theirs = session.run(None, {"x": x})
+    assert ours.shape == (shape[0], c, 1, 1)
+    assert ours.tobytes() == plain.tobytes()
+    assert np.isnan(ours).sum() == 1 and np.isinf(ours).sum() >= 1
+    if shape == [1, 96, 56, 56]:  # onnxruntime's blocked pool: another order, other bits
+        assert (theirs != plain).sum() > 10
+
+
+MUL_CASES = {  # (a's shape, b's shape)
+    "gate_second": ([1, 96, 14, 14], [1, 96, 1, 1]),
+    "gate_first": ([2, 40, 1, 1], [2, 40, 7, 7]),
+    "gate_per_batch_broadcast": ([3, 24, 5, 3], [1, 24, 1, 1]),
+    "elementwise": ([1, 20, 6, 6], [1, 20, 6, 6]),
+    "row_broadcast": ([1, 16, 4, 5], [1, 16, 4, 1]),
+}
+
+
+@pytest.mark.parametrize("level", [1, 0], ids=["f16c", "scalar"])
+@pytest.mark.parametrize("case", list(MUL_CASES))
+def test_the_blocked_multiply_gives_the_nodes_bits(library, block, case, level) -> None:
+    """Against ReorderOutput x2 -> Mul -> Cast pair -> ReorderInput; products beyond the float16
+    range round to infinity, the padded channels are ReorderInput's zeros."""
+    a_shape, b_shape = MUL_CASES[case]
+    c = a_shape[1]
+    a, b = _values(a_shape, 1), _values(b_shape, 2)
+    a.reshape(-1)[5] = 300.0
+    b.reshape(-1)[5] = 300.0  # 90000: beyond 65504
+    reference = _session(library, [
+        _reorder_out("a", "ap", c), _reorder_out("b", "bp", c),
+        helper.make_node("Mul", ["ap", "bp"], ["m"]),
+        helper.make_node("Cast", ["m"], ["h"], to=TensorProto.FLOAT16),
+        helper.make_node("Cast", ["h"], ["r"], to=TensorProto.FLOAT),
+        _reorder_in("r", "y")], [("a", None), ("b", None)], ["y"])  # fmt: skip
+    ours = _session(library, [helper.make_node(
+        fp16_blocked_ops.MUL_OP, ["a", "b"], ["y"], domain=kernels.DOMAIN, block=block,
+        channels=c)], [("a", None), ("b", None)], ["y"])  # fmt: skip
+    blocked = _session(library, [_reorder_in("a", "ab"), _reorder_in("b", "bb")],
+                       [("a", a_shape), ("b", b_shape)], ["ab", "bb"])  # fmt: skip
+    ab, bb = blocked.run(None, {"a": a, "b": b})
+    want = reference.run(None, {"a": ab, "b": bb})[0]
+    library[1].rknnrt_f16round_max_level(level)
+    try:
+        got = ours.run(None, {"a": ab, "b": bb})[0]
+    finally:
+        library[1].rknnrt_f16round_max_level(1)
+    nan = np.isnan(want)
+    assert got.shape == want.shape and np.isnan(got[nan]).all() and nan.sum() >= 1
+    assert got[~nan].tobytes() == want[~nan].tobytes()
+    assert np.isinf(got[~nan]).sum() >= 2
+    assert (got != np.float32(np.float16(got))).sum() == nan.sum()  # every value a float16
+
+
+def test_the_ops_give_the_same_bits_on_more_threads(library, block) -> None:
+    """Planes in chunks over onnxruntime's threads (9 chunks here): each writes its own."""
+    shape, c = [2, 96, 28, 28], 96
+    x, g = _values(shape, 3), _values([2, c, 1, 1], 4)
+    nodes = [_reorder_in("x", "xb"), _reorder_in("g", "gb"),
+             helper.make_node(fp16_blocked_ops.MEAN_OP, ["xb"], ["m"], domain=kernels.DOMAIN,
+                              block=block),
+             helper.make_node(fp16_blocked_ops.MUL_OP, ["xb", "gb"], ["y"],
+                              domain=kernels.DOMAIN, block=block, channels=c),
+             _reorder_out("y", "yp", c)]  # fmt: skip
+    runs = [_session(library, nodes, [("x", shape), ("g", [2, c, 1, 1])], ["m", "yp"],
+                     threads=t).run(None, {"x": x, "g": g}) for t in (1, 2)]  # fmt: skip
+    assert [a.tobytes() for a in runs[0]] == [a.tobytes() for a in runs[1]]
+    with np.errstate(invalid="ignore", over="ignore"):  # the infinities and NaN of _values
+        want = np.float16(x * g).astype(np.float32)  # numpy's product and float16 rounding
+    nan = np.isnan(want)
+    assert runs[1][1][~nan].tobytes() == want[~nan].tobytes()
+
+
+def se_like(seed: int = 8, size: int = 16) -> onnx.ModelProto:
+    """Two squeeze-and-excitation blocks (a pool, 1x1 convs, HardSigmoid / Sigmoid gates, the
+    Mul both ways round), 48 channels: not a multiple of 32."""
+    b = Builder(seed)
+    x = b.node("Relu", [b.conv("x", 3, 48, 3)])
+    gate = b.node("HardSigmoid", [b.conv(b.node("Relu", [b.conv(b.node(
+        "GlobalAveragePool", [x]), 48, 16)]), 16, 48)])  # fmt: skip
+    y = b.node("Relu", [b.conv(b.node("Mul", [x, gate]), 48, 48, 3)])
+    gate = b.node("Sigmoid", [b.conv(b.node("GlobalAveragePool", [y]), 48, 48)])
+    return b.model(b.conv(b.node("Mul", [gate, y]), 48, 8), [1, 3, size, size])
+
+
+def _laid_out_ops(program: onnx.ModelProto) -> list[str]:
+    laid_out = fp16_layout.blocked_program(program.SerializeToString(), whole.open_program, None)
+    assert laid_out is not None
+    return [n.op_type for n in onnx.load_model_from_string(laid_out.graph).graph.node]
+
+
+@pytest.mark.parametrize("model", [se_like(), pooled_like()], ids=["se", "pooled"])
+def test_programs_run_their_pools_and_gates_blocked_with_the_same_bytes(
+        model, block, tmp_path, monkeypatch) -> None:  # fmt: skip
+    monkeypatch.setenv("RKNNRT_LAYOUT_CACHE_MB", "0")
+    path, program = _fp16_build(model, tmp_path)
+    ops = _laid_out_ops(program)
+    pools = [n for n in program.graph.node if n.op_type == "GlobalAveragePool"]
+    assert ops.count(fp16_blocked_ops.MEAN_OP) == len(pools) and "GlobalAveragePool" not in ops
+    assert ops.count(fp16_blocked_ops.MUL_OP) == len(pools) and "Mul" not in ops
+    size = model.graph.input[0].type.tensor_type.shape.dim[2].dim_value
+    with_ops = _infer(path, _inputs(size))
+    monkeypatch.setenv("RKNNRT_FP16_BLOCKED_OPS", "0")
+    off_ops = _laid_out_ops(program)
+    assert fp16_blocked_ops.MEAN_OP not in off_ops and "GlobalAveragePool" in off_ops
+    without = _infer(path, _inputs(size))
+    monkeypatch.setenv("RKNNRT_FP16_BLOCKED", "0")
+    plain = _infer(path, _inputs(size))
+    assert with_ops == without == plain
+    assert len(set(plain)) == len(plain)
+
+
+def test_without_the_library_the_pools_stay_plain_and_the_cache_key_differs(
+        block, monkeypatch) -> None:  # fmt: skip
+    program = se_like()
+    graph = program.SerializeToString()
+    on = layout_cache.key(graph, [], [])
+    assert fp16_blocked_ops.enabled()
+    monkeypatch.setattr(dw_kernel, "library_ready", lambda: False)
+    assert not fp16_blocked_ops.enabled()
+    assert layout_cache.key(graph, [], []) != on
+    model = onnx.load_model_from_string(graph)
+    pairs = fp16_layout.movable_pairs(model.graph, fp16_blocked_ops.enabled())
+    readers = {name: n.op_type for n in model.graph.node for name in n.input}
+    assert all(readers.get(second.output[0]) != "GlobalAveragePool" for _, second in pairs)
+
+
+def test_the_probe_finds_the_block_reorder_input_pads_to(block) -> None:
+    model = helper.make_model(helper.make_graph(
+        [_reorder_in("x", "y")], "g", [helper.make_tensor_value_info("x", 1, [1, 20, 1, 1])],
+        [helper.make_tensor_value_info("y", 1, None)]),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(NCHWC, 1)])  # fmt: skip
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (y,) = session.run(None, {"x": np.ones((1, 20, 1, 1), np.float32)})
+    assert block in (4, 8, 16) and y.shape[1] == -(-20 // block) * block
+    assert y.reshape(-1)[20:].tolist() == [0.0] * (y.shape[1] - 20)
