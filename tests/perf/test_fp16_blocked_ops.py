@@ -17,6 +17,7 @@ from rknnrt.sessions import kernels, nchwc
 
 from .models import Builder, pooled_like
 from .test_fp16_layout import _fp16_build, _infer, _inputs
+from .test_fp16_round import _bits, _in_place_runs
 
 NCHWC = "com.microsoft.nchwc"
 
@@ -214,3 +215,101 @@ def test_the_probe_finds_the_block_reorder_input_pads_to(block) -> None:
     (y,) = session.run(None, {"x": np.ones((1, 20, 1, 1), np.float32)})
     assert block in (4, 8, 16) and y.shape[1] == -(-20 // block) * block
     assert y.reshape(-1)[20:].tolist() == [0.0] * (y.shape[1] - 20)
+
+
+@pytest.mark.parametrize("level", [1, 0], ids=["f16c", "scalar"])
+def test_the_rounded_add_gives_the_nodes_bits(library, level) -> None:
+    """Against Add -> Cast pair on float32 bit patterns (every float16 value's neighbourhood,
+    the range's ends) added to a shuffled copy; a tail shorter than a vector."""
+    a = _bits()[: 2**18 + 3]
+    b = np.random.RandomState(1).permutation(a)
+    reference = _session(library, [
+        helper.make_node("Add", ["a", "b"], ["s"]),
+        helper.make_node("Cast", ["s"], ["h"], to=TensorProto.FLOAT16),
+        helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT)],
+        [("a", None), ("b", None)], ["y"])  # fmt: skip
+    ours = _session(library, [helper.make_node(fp16_blocked_ops.ADD_OP, ["a", "b"], ["y"],
+                                               domain=kernels.DOMAIN)],
+                    [("a", None), ("b", None)], ["y"])  # fmt: skip
+    want = reference.run(None, {"a": a, "b": b})[0]
+    library[1].rknnrt_f16round_max_level(level)
+    try:
+        got = ours.run(None, {"a": a, "b": b})[0]
+    finally:
+        library[1].rknnrt_f16round_max_level(1)
+    nan = np.isnan(want)
+    assert nan.sum() > 100 and np.isnan(got[nan]).all()
+    assert got[~nan].tobytes() == want[~nan].tobytes()
+    assert np.isinf(got).sum() > 100
+
+
+def test_the_rounded_add_refuses_other_shapes(library) -> None:
+    """Shapes it does not broadcast leave its output unset: the node reading it fails."""
+    ours = _session(library, [helper.make_node(fp16_blocked_ops.ADD_OP, ["a", "b"], ["y"],
+                                               domain=kernels.DOMAIN),
+                              helper.make_node("Relu", ["y"], ["z"])],
+                    [("a", None), ("b", None)], ["z"])  # fmt: skip
+    fail = ort.capi.onnxruntime_pybind11_state.Fail
+    with pytest.raises(fail, match="Missing Input: y"):
+        ours.run(None, {"a": np.ones((1, 4, 2, 2), np.float32),
+                        "b": np.ones((1, 4, 1, 1), np.float32)})  # fmt: skip
+
+
+def test_only_adds_of_blocked_tensors_take_the_rounded_add() -> None:
+    """An Add of two blocked tensors (a conv's output and a rounding of one) is fused with its
+    pair; one reading a Reshape (onnxruntime's unproven-shape form) or a plain tensor is not,
+    nor one whose sum a second node reads."""
+    h = helper
+    convs = [h.make_node("Conv", ["x", "w"], [f"c{i}"], domain=NCHWC) for i in range(2)]
+    nodes = [*convs,
+             h.make_node("Cast", ["c0"], ["c0h"], to=TensorProto.FLOAT16),
+             h.make_node("Cast", ["c0h"], ["c0r"], to=TensorProto.FLOAT),
+             h.make_node("Reshape", ["c1", "shape"], ["r"]),
+             _reorder_out("c1", "plain", 16)]  # fmt: skip
+    cases = (("fused", ("c0r", "c1"), False), ("reshaped", ("c0r", "r"), False),
+             ("plain", ("plain", "plain"), False), ("read", ("c0r", "c1"), True))
+    for name, (a, b), extra in cases:
+        nodes += [h.make_node("Add", [a, b], [f"{name}_s"]),
+                  h.make_node("Cast", [f"{name}_s"], [f"{name}_h"], to=TensorProto.FLOAT16),
+                  h.make_node("Cast", [f"{name}_h"], [f"{name}_y"], to=TensorProto.FLOAT)]
+        if extra:
+            nodes.append(h.make_node("Relu", [f"{name}_s"], [f"{name}_relu"]))
+    outs = ["fused_y", "reshaped_y", "plain_y", "read_y", "read_relu"]
+    model = h.make_model(h.make_graph(
+        nodes, "g", [h.make_tensor_value_info(n, 1, None) for n in ("x", "w", "shape")],
+        [h.make_tensor_value_info(o, 1, None) for o in outs]))  # fmt: skip
+    assert fp16_blocked_ops.rewrite(model) == 1
+    added = [n for n in model.graph.node if n.op_type == fp16_blocked_ops.ADD_OP]
+    assert [(list(n.input), list(n.output)) for n in added] == [(["c0r", "c1"], ["fused_y"])]
+    assert [n.op_type for n in model.graph.node].count("Add") == 3
+
+
+def _add_between(later: tuple[str, ...]) -> onnx.ModelProto:
+    """a = Relu(x), b = Sigmoid(x), s = AddRoundFloat16(a, b), y = Relu(s) (+ each of `later`,
+    read after the sum)."""
+    h = helper
+    nodes = [h.make_node("Relu", ["x"], ["a"]), h.make_node("Sigmoid", ["x"], ["b"]),
+             h.make_node(fp16_blocked_ops.ADD_OP, ["a", "b"], ["s"], domain=kernels.DOMAIN),
+             h.make_node("Relu", ["s"], ["y0"])]  # fmt: skip
+    for i, name in enumerate(later):
+        nodes.append(h.make_node("Add", [f"y{i}", name], [f"y{i + 1}"]))
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", 1, [2, 999])],
+                         [h.make_tensor_value_info(f"y{len(later)}", 1, None)])  # fmt: skip
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17),
+                                              h.make_opsetid(kernels.DOMAIN, 1)])  # fmt: skip
+
+
+@pytest.mark.skipif(tuple(map(int, ort.get_version_string().split(".")[:2])) < (1, 18),
+                    reason="onnxruntime before 1.18 has no in-place custom ops: fresh outputs")
+def test_the_rounded_add_takes_a_buffer_nothing_reads_later(library) -> None:
+    x = (np.random.RandomState(5).rand(2, 999) * 8 - 4).astype(np.float32)
+    a, b = np.maximum(x, 0), (1 / (1 + np.exp(-x))).astype(np.float32)
+    runs = []
+    for later in ((), ("a",), ("a", "b")):
+        before = _in_place_runs(library)
+        y = _session(library, _add_between(later).graph.node, [("x", [2, 999])],
+                     [f"y{len(later)}"]).run(None, {"x": x})[0]  # fmt: skip
+        runs.append(_in_place_runs(library) - before)
+        s = np.maximum(np.float16(a + b).astype(np.float32), 0)
+        assert np.abs(y - s - sum({"a": a, "b": b}[n] for n in later)).max() < 1e-5
+    assert runs == [1, 1, 0]  # b's buffer, then b's with a read later, then a fresh one

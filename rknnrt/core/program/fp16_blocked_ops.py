@@ -1,5 +1,5 @@
-"""A float16 program's squeeze-and-excitation blocks inside onnxruntime's blocked layout, on
-rknnrt's compiled kernels: exact.
+"""A float16 program's squeeze-and-excitation blocks and residual adds inside onnxruntime's
+blocked layout, on rknnrt's compiled kernels: exact.
 
 In MobileNetV3's and EfficientNet's SE blocks a tensor feeds a GlobalAveragePool and a Mul by
 the per-channel gate computed from that pool. fp16_layout keeps a pool on its plain input,
@@ -8,11 +8,14 @@ bits). So the tensor left the blocked layout and came back at every block: a Reo
 rounding, the plain Mul, another rounding and a ReorderInput, five passes over the block's
 largest tensor (MobileNetV3-small fp16: ~54 us a block, 9 blocks, one thread).
 
-With rknnrt's kernels (sessions/kernels/blocked.c) both stay blocked:
+With rknnrt's kernels (sessions/kernels/blocked.c, f16round.c) they stay blocked:
 - a blocked GlobalAveragePool runs as `GlobalMeanBlocked`, which sums in the plain pool's order
   (the pool's pair then moves into the layout with the others);
 - a plain Mul of two ReorderOutputs of the same channels, rounded and reordered back in, runs
-  as `MulRoundBlocked` on the two blocked tensors: the same products, rounded in the same pass.
+  as `MulRoundBlocked` on the two blocked tensors: the same products, rounded in the same pass;
+- an Add of two blocked tensors (onnxruntime keeps an Add blocked without reshaping it only
+  where it has proven both shapes equal) and the rounding after it run as `AddRoundFloat16`:
+  the same sums, rounded in the same pass, in place of either input where onnxruntime allows.
 
 The laid-out graph (and its cache entry, layout_cache's key) depends on `enabled()`; where it
 is off the pools stay plain as before. The outputs are the plain program's bytes
@@ -29,7 +32,7 @@ from . import dw_kernel, graph_edit
 
 _FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
 _NCHWC = "com.microsoft.nchwc"
-MEAN_OP, MUL_OP = "GlobalMeanBlocked", "MulRoundBlocked"
+MEAN_OP, MUL_OP, ADD_OP = "GlobalMeanBlocked", "MulRoundBlocked", "AddRoundFloat16"
 
 
 def enabled() -> bool:
@@ -49,8 +52,9 @@ def _plain_reorder(node, op_type: str) -> bool:
 
 def rewrite(model) -> int:
     """In a laid-out graph (fp16_layout's, its rounding pairs as Cast pairs): each blocked
-    GlobalAveragePool as GlobalMeanBlocked, each gate Mul between reorders as MulRoundBlocked.
-    Returns how many nodes were replaced."""
+    GlobalAveragePool as GlobalMeanBlocked, each gate Mul between reorders as MulRoundBlocked,
+    each rounded Add of blocked tensors as AddRoundFloat16. Returns how many nodes were
+    replaced."""
     graph, block = model.graph, nchwc.block()
     producer = {out: node for node in graph.node for out in node.output}
     readers: dict[str, list] = {}
@@ -58,9 +62,19 @@ def rewrite(model) -> int:
         for name in node.input:
             readers.setdefault(name, []).append(node)
     outputs = {o.name for o in graph.output}
+    blocked = _blocked_tensors(graph)
     replace: dict[int, list] = {}
     removed: set[int] = set()
     for node in graph.node:
+        if node.op_type == "Add" and node.domain in ("", "ai.onnx") and len(node.input) == 2 \
+                and all(name in blocked for name in node.input):  # fmt: skip
+            pair = _rounding_after(node.output[0], readers, outputs)
+            if pair is not None:
+                replace[id(node)] = [onnx.helper.make_node(
+                    ADD_OP, list(node.input), [pair[1].output[0]],
+                    name=f"{pair[1].output[0]}__add", domain=kernels.DOMAIN)]  # fmt: skip
+                removed.update(id(n) for n in pair)
+            continue
         if node.op_type == "GlobalAveragePool" and node.domain == _NCHWC:
             replace[id(node)] = [onnx.helper.make_node(
                 MEAN_OP, list(node.input), list(node.output), name=f"{node.output[0]}__mean",
@@ -94,16 +108,38 @@ def _gate_mul(node, producer: dict, readers: dict, outputs: set) -> tuple | None
     channels = {_int_attr(s, "channels", 0) for s in sources}
     if len(channels) != 1 or min(channels) < 1:
         return None
+    pair = _rounding_after(node.output[0], readers, outputs)
+    if pair is None:
+        return None
+    name = pair[1].output[0]
+    after = readers.get(name, [])
+    if name in outputs or len(after) != 1 or not _plain_reorder(after[0], "ReorderInput"):
+        return None
+    return (pair[0], pair[1], after[0]), (sources[0].input[0], sources[1].input[0]), \
+        channels.pop()  # fmt: skip
+
+
+def _rounding_after(name: str, readers: dict, outputs: set) -> tuple | None:
+    """(first Cast, second Cast) of the rounding pair that alone reads `name`, neither value a
+    graph output; else None."""
     chain = []
-    name = node.output[0]
     for want in (_FLOAT16, _FLOAT):
         after = readers.get(name, [])
         if name in outputs or len(after) != 1 or graph_edit.cast_to(after[0]) != want:
             return None
         chain.append(after[0])
         name = after[0].output[0]
-    after = readers.get(name, [])
-    if name in outputs or len(after) != 1 or not _plain_reorder(after[0], "ReorderInput"):
-        return None
-    return (chain[0], chain[1], after[0]), (sources[0].input[0], sources[1].input[0]), \
-        channels.pop()  # fmt: skip
+    return chain[0], chain[1]
+
+
+def _blocked_tensors(graph) -> set[str]:
+    """Tensors in the blocked layout: written by a node of onnxruntime's layout (but a
+    ReorderOutput) or by this module's ops, or by a Cast or an Add of such tensors only."""
+    found: set[str] = set()
+    for node in graph.node:
+        if (node.domain == _NCHWC and node.op_type != "ReorderOutput") or (
+                node.domain == kernels.DOMAIN and node.op_type in (MEAN_OP, MUL_OP, ADD_OP)) or (
+                node.domain in ("", "ai.onnx") and node.op_type in ("Cast", "Add")
+                and node.input and all(name in found for name in node.input)):  # fmt: skip
+            found.update(node.output)
+    return found

@@ -74,6 +74,35 @@ EXPORT void f16round_run(const float *x, float *y, int64_t count, int level) {
         y[i] = round_scalar(x[i]);
 }
 
+#ifdef F16_X86
+__attribute__((target("avx,f16c"))) static void add_round_f16c(const float *a, const float *b,
+                                                               float *y, int64_t count) {
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        __m256 sum = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(sum, _MM_FROUND_TO_NEAREST_INT)));
+    }
+    for (; i < count; i++) { /* the tail through the same instructions, one lane used */
+        __m128 sum = _mm_add_ss(_mm_set_ss(a[i]), _mm_set_ss(b[i]));
+        y[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(sum, _MM_FROUND_TO_NEAREST_INT)));
+    }
+}
+#endif
+
+/* y[i] = float32(float16(a[i] + b[i])), the sum one IEEE addition; y may be a or b */
+void f16round_add_run(const float *a, const float *b, float *y, int64_t count, int level) {
+#ifdef F16_X86
+    if (level >= 1 && cpu_f16c()) {
+        add_round_f16c(a, b, y, count);
+        return;
+    }
+#else
+    (void)level;
+#endif
+    for (int64_t i = 0; i < count; i++)
+        y[i] = round_scalar(a[i] + b[i]);
+}
+
 static int max_level = 1; /* set by rknnrt_f16round_max_level: the tests' scalar path */
 
 EXPORT void rknnrt_f16round_max_level(int level) { max_level = level; }
@@ -109,12 +138,45 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
         f16round_run((const float *)x, (float *)y, count, max_level);
 }
 
+/* Op `rknnrt.kernels::AddRoundFloat16`: y = round16(a + b) for a and b of one shape (a float16
+ * program's Add and the rounding pair after it: core/program/fp16_blocked_ops.py places it
+ * where onnxruntime's layout has proven the shapes equal; others leave the output unset). */
+static void compute_add(void *kernel, OrtKernelContext *ctx) {
+    const OrtApi *api = ((const ApiKernel *)kernel)->api;
+    const OrtValue *in[2];
+    if (kernel_inputs(api, ctx, in, 2))
+        return;
+    int64_t dims[16], other[16];
+    size_t rank = 0, other_rank = 0;
+    if (tensor_dims(api, in[0], dims, 16, &rank) || tensor_dims(api, in[1], other, 16, &other_rank) ||
+        rank != other_rank || memcmp(dims, other, rank * sizeof(int64_t)) != 0)
+        return;
+    int64_t count = 0;
+    OrtValue *out = output_like(api, ctx, dims, rank, &count);
+    if (out == NULL)
+        return;
+    void *a = NULL, *b = NULL, *y = NULL;
+    if (FN(api, GetTensorMutableData)((OrtValue *)in[0], &a) != NULL ||
+        FN(api, GetTensorMutableData)((OrtValue *)in[1], &b) != NULL ||
+        FN(api, GetTensorMutableData)(out, &y) != NULL)
+        return;
+    if (a == y || b == y)
+        __atomic_fetch_add(&in_place_runs, 1, __ATOMIC_RELAXED);
+    if (count > 0)
+        f16round_add_run((const float *)a, (const float *)b, (float *)y, count, max_level);
+}
+
+static const char *add_name(const CustomOp *op) { (void)op; return "AddRoundFloat16"; }
+static size_t op_two(const CustomOp *op) { (void)op; return 2; }
 static const char *op_name(const CustomOp *op) { (void)op; return "RoundFloat16"; }
 static size_t op_one(const CustomOp *op) { (void)op; return 1; }
 static int op_float(const CustomOp *op, size_t i) { (void)op; (void)i; return T_FLOAT; }
 
 static const CustomOp op = {8, api_kernel_create, op_name, any_provider, op_float, op_one,
                             op_float, op_one, compute, api_kernel_destroy, required, required};
+static const CustomOp add_op = {8, api_kernel_create, add_name, any_provider, op_float, op_two,
+                                op_float, op_one, compute_add, api_kernel_destroy, required,
+                                required};
 
 /* Version 18: the output may take the input's buffer where onnxruntime's planner sees no later
  * reader of the input. In place, a rounding writes back the lines it has just read instead of
@@ -136,6 +198,21 @@ static size_t may_inplace(int **input_index, int **output_index) {
         return 0;
     }
     return 1;
+}
+
+/* the sum may take either input's buffer: the second (a conv's fresh output in a residual
+ * add) first */
+static size_t may_inplace_add(int **input_index, int **output_index) {
+    *input_index = (int *)calloc(2, sizeof(int));
+    *output_index = (int *)calloc(2, sizeof(int)); /* both -> output 0 */
+    if (*input_index == NULL || *output_index == NULL) {
+        free(*input_index);
+        free(*output_index);
+        *input_index = *output_index = NULL;
+        return 0;
+    }
+    (*input_index)[0] = 1;
+    return 2;
 }
 
 static void release_inplace(int *input_index, int *output_index) {
@@ -193,6 +270,24 @@ static const CustomOp op_in_place = {
     .GetInputMemoryType = input_memory_default, .InferOutputShapeFn = same_shape,
     .GetMayInplace = may_inplace,
     .ReleaseMayInplace = release_inplace};
+
+static const CustomOp add_op_in_place = {
+    .version = MAY_INPLACE_VERSION, .CreateKernel = api_kernel_create, .GetName = add_name,
+    .GetExecutionProviderType = any_provider, .GetInputType = op_float,
+    .GetInputTypeCount = op_two, .GetOutputType = op_float, .GetOutputTypeCount = op_one,
+    .KernelCompute = compute_add, .KernelDestroy = api_kernel_destroy,
+    .GetInputCharacteristic = required, .GetOutputCharacteristic = required,
+    .GetInputMemoryType = input_memory_default, .InferOutputShapeFn = same_shape,
+    .GetMayInplace = may_inplace_add,
+    .ReleaseMayInplace = release_inplace};
+
+const CustomOp *f16round_add_op(const OrtApiBase *base) {
+    const OrtApi *api = base->GetApi(MAY_INPLACE_VERSION);
+    if (api == NULL)
+        return &add_op;
+    __atomic_store_n(&shape_api, api, __ATOMIC_RELEASE);
+    return &add_op_in_place;
+}
 
 const CustomOp *f16round_op(const OrtApiBase *base) {
     const OrtApi *api = base->GetApi(MAY_INPLACE_VERSION);

@@ -11,6 +11,13 @@
  * its input's buffer, where this onnxruntime has that version's API */
 const CustomOp *f16round_op(const OrtApiBase *base);
 
+/* the op `rknnrt.kernels::AddRoundFloat16` (round16(a + b)), declared as RoundFloat16 is, its
+ * output allowed to take either input's buffer */
+const CustomOp *f16round_add_op(const OrtApiBase *base);
+
+/* y[i] = float32(float16(a[i] + b[i])); y may be a or b */
+void f16round_add_run(const float *a, const float *b, float *y, int64_t count, int level);
+
 /* y[i] = float32(float16(x[i])), ties to even; `level`: 0 scalar, 1 F16C (when the CPU has it) */
 void f16round_run(const float *x, float *y, int64_t count, int level);
 
