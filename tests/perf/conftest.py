@@ -23,7 +23,7 @@ def library():
     handle.rknnrt_dw_max_level(2)
     handle.rknnrt_f16round_max_level(1)
     handle.rknnrt_affine_max_level(1)
-    handle.rknnrt_qconv_max_level(1)
+    handle.rknnrt_qconv_max_level(2)
     handle.rknnrt_chanmul_max_level(2)
     handle.rknnrt_inputcast_max_level(2)
 

@@ -95,17 +95,18 @@ def _op_session(library, case, centred, bias, m, xz, yz, threads: int = 1):
     return kernel_session(library, model, threads)
 
 
-def _has_vnni(library) -> bool:
-    return bool(library[1].rknnrt_qconv_vnni())
+def _has_vnni(library, level: int = 1) -> bool:
+    """Whether the kernel's VNNI path of `level` (2 AVX-512, 1 AVX-VNNI) runs on this CPU."""
+    return library[1].rknnrt_qconv_vnni() >= level
 
 
 @pytest.mark.parametrize("case", CASES,
                          ids=lambda c: f"c{c[0]}-oc{c[1]}-k{c[4][0]}{c[4][1]}-{c[8]}")
-@pytest.mark.parametrize("level", [1, 0], ids=["vnni", "scalar"])
+@pytest.mark.parametrize("level", [2, 1, 0], ids=["avx512vnni", "avxvnni", "scalar"])
 @pytest.mark.parametrize("symmetric", [False, True], ids=["zw", "z0"])
 def test_op_matches_int64_reference(library, case, level, symmetric) -> None:
-    if level == 1 and not _has_vnni(library):
-        pytest.skip("this CPU has no AVX-512 VNNI (the scalar case covers the op here)")
+    if level and not _has_vnni(library, level):
+        pytest.skip(f"this CPU lacks the VNNI of path {level} (the scalar case covers the op)")
     x, centred, bias, m, xz, yz = _arrays(case, seed=case[0] * 7 + case[1], symmetric=symmetric)
     flat = centred.transpose(0, 2, 3, 1).reshape(centred.shape[0], -1)
     assert (qconv_kernel.pack(flat)[1] == 0).all() == symmetric
@@ -114,7 +115,7 @@ def test_op_matches_int64_reference(library, case, level, symmetric) -> None:
         got = _op_session(library, case, centred, bias, m, xz, yz).run(
             None, {"x": x.transpose(0, 3, 1, 2).copy()})[0].transpose(0, 2, 3, 1)  # fmt: skip
     finally:
-        library[1].rknnrt_qconv_max_level(1)
+        library[1].rknnrt_qconv_max_level(2)
     want, acc = _reference(x, centred, bias, m, xz, yz, *case[4:])
     assert got.shape == want.shape
     if case[8] == "f":
@@ -274,8 +275,9 @@ def test_off_without_vnni_or_with_the_switch(library, monkeypatch) -> None:
     assert qconv_kernel.available()
     monkeypatch.setenv(switches.INT8_CONV_KERNEL.name, "0")
     assert not qconv_kernel.available()
-    assert bool(library[1].rknnrt_qconv_vnni()) == (
-        "avx512_vnni" in open("/proc/cpuinfo").read() if _linux() else False)
+    flags = open("/proc/cpuinfo").read().split() if _linux() else []
+    assert library[1].rknnrt_qconv_vnni() == (2 if "avx512_vnni" in flags else
+                                              1 if "avx_vnni" in flags else 0)  # fmt: skip
 
 
 def _linux() -> bool:

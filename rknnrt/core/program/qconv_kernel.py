@@ -20,10 +20,13 @@ s - z = w - wz, s int8), then the same float32 requantisation. A conv runs as
 those onnxruntime puts around its NHWC int8 ops, and between two such convs. Outputs are
 bit-identical to the paths they replace (tests/perf/test_qconv_kernel.py).
 
-It runs only where it is faster: on a CPU with AVX-512 VNNI (without VNNI onnxruntime's exact
-u8u8 kernels and the float islands are as fast as an exact int8 kernel can be: stop 33's
-note), uint8 activations, and every |acc| below 2^31. `available()`: RKNNRT_INT8_CONV_KERNEL,
-the library built (dw_kernel.library_ready) and the CPU's VNNI.
+It runs only where it is faster: on a CPU with AVX-512 VNNI, or AVX-VNNI (its 256-bit form:
+Intel's client CPUs from Alder Lake on have it without AVX-512; on this AVX-512 machine that
+path runs MobileNetV2 int8 at 0.95x onnxruntime's AVX-512 float32, the 512-bit one at 0.80x,
+benchmarks/real_arch.py's networks); without VNNI onnxruntime's exact u8u8 kernels and the
+float islands are as fast as an exact int8 kernel can be (stop 33's note). uint8 activations,
+and every |acc| below 2^31. `available()`: RKNNRT_INT8_CONV_KERNEL, the library built
+(dw_kernel.library_ready) and the CPU's VNNI.
 """
 
 from __future__ import annotations
@@ -41,12 +44,13 @@ from . import dw_kernel
 _UINT8, _INT8, _FLOAT = 2, 3, 1  # onnx.TensorProto.UINT8, INT8, FLOAT
 _SHORT = {_UINT8: "u8", _INT8: "s8", _FLOAT: "f"}
 _INT32_LIMIT = 2**31
-_vnni: dict[str, bool] = {}  # library path -> whether its VNNI path runs on this CPU
+_vnni: dict[str, bool] = {}  # library path -> whether a VNNI path of it runs on this CPU
 
 
 def available() -> bool:
     """Whether dense int8 convs go on the compiled kernel here (the switch, the library, and
-    AVX-512 VNNI: the only CPUs where it is faster than onnxruntime's own kernels)."""
+    AVX-512 VNNI or AVX-VNNI: the only CPUs where it is faster than onnxruntime's own
+    kernels)."""
     if not switches.int8_conv_kernel() or not dw_kernel.library_ready():
         return False
     path = kernels.loaded()

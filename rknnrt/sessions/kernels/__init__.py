@@ -7,7 +7,8 @@ per-channel requantised multiply; inputcast.c/.h: an input's float32 conversions
 check, called directly (`direct_calls`), and the float32 quantising op; winmean.c/.h: a vendor
 AveragePool's window mean in its own order; blocked.c/.h: a float16 program's global mean and
 gate multiply in onnxruntime's blocked layout (core/program/fp16_blocked_ops.py); qconv.c/.h:
-the dense int8 convs (VNNI), qconv_rows.c/qconv_job.h: their window rows; epilogue.h/.c: the convs'
+the dense int8 convs (VNNI), qconv_rows.c/qconv_job.h: their window rows, qconv_avx.c: their
+AVX-VNNI path; epilogue.h/.c: the convs'
 activation epilogue; ort_abi.h: the part of onnxruntime's C API used.
 
 The library holds int8 depthwise convolutions with per-channel weight zero points in NHWC
@@ -42,7 +43,8 @@ from ...toolchain import compiler
 DOMAIN = "rknnrt.kernels"
 _HERE = Path(__file__).parent
 SOURCES = (_HERE / "dwconv.c", _HERE / "dw_arith.c", _HERE / "dw_job.c", _HERE / "f16round.c",
-           _HERE / "affine.c", _HERE / "qconv.c", _HERE / "qconv_rows.c", _HERE / "epilogue.c",
+           _HERE / "affine.c", _HERE / "qconv.c", _HERE / "qconv_rows.c", _HERE / "qconv_avx.c",
+           _HERE / "epilogue.c",
            _HERE / "bytemap.c", _HERE / "chanmul.c", _HERE / "inputcast.c", _HERE / "winmean.c",
            _HERE / "blocked.c")
 HEADERS = (_HERE / "dw_arith.h", _HERE / "dw_paths.h", _HERE / "f16round.h", _HERE / "affine.h",

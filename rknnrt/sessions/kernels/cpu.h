@@ -21,6 +21,10 @@ CPU_FEATURE(cpu_avx2, __builtin_cpu_supports("avx2"))
 CPU_FEATURE(cpu_avx2_fma, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 CPU_FEATURE(cpu_f16c, __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c"))
 CPU_FEATURE(cpu_avx512f, __builtin_cpu_supports("avx512f"))
+/* the 256-bit VNNI path of the dense convs (VEX VPDPBUSD: CPUs with AVX-VNNI, some without
+ * AVX-512) */
+CPU_FEATURE(cpu_avx_vnni, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                              __builtin_cpu_supports("avxvnni"))
 /* the AVX-512 paths of the convs */
 CPU_FEATURE(cpu_avx512_vnni,
             __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

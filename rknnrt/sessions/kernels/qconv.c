@@ -22,7 +22,9 @@
  * through it and QuantizeLinear's division by y_scale before that rounding (epilogue.h): a
  * float island's activation -> QuantizeLinear in the same pass.
  * A scalar path runs everywhere; an AVX-512 VNNI path (VPDPBUSD, cpuid at run time) computes
- * the same integers 6 pixels x 64 channels at a time. rknnrt_qconv_vnni() says whether it runs. */
+ * the same integers 6 pixels x 64 channels at a time, an AVX-VNNI path (its 256-bit VEX form,
+ * on CPUs that have it without AVX-512) 6 pixels x 16 channels. rknnrt_qconv_vnni() says which
+ * runs: 2, 1, or 0 for the scalar one. */
 
 #include <math.h>
 #include <stdint.h>
@@ -42,7 +44,8 @@ typedef struct QcKernel {
     QcParams p;
 } QcKernel;
 
-static int max_level = 1; /* set by rknnrt_qconv_max_level: the tests' scalar path */
+/* set by rknnrt_qconv_max_level: the tests' narrower paths (2 AVX-512 VNNI, 1 AVX-VNNI, 0 scalar) */
+static int max_level = 2;
 
 EXPORT void rknnrt_qconv_max_level(int level) { max_level = level; }
 
@@ -198,11 +201,20 @@ VNNI static void rows_vnni(const QcJob *j, const uint8_t *a, int64_t lda, int64_
         }
     }
 }
+
 #else
 static int cpu_avx512_vnni(void) { return 0; }
+static int cpu_avx_vnni(void) { return 0; }
 #endif
 
-EXPORT int rknnrt_qconv_vnni(void) { return cpu_avx512_vnni(); }
+/* the widest VNNI path this CPU runs, within max_level */
+static int vnni_level(int most) {
+    if (most >= 2 && cpu_avx512_vnni())
+        return 2;
+    return most >= 1 && cpu_avx_vnni() ? 1 : 0;
+}
+
+EXPORT int rknnrt_qconv_vnni(void) { return vnni_level(2); }
 
 /* output pixels [q0, q1) */
 static void do_pixels(const QcJob *j, int64_t q0, int64_t q1) {
@@ -222,8 +234,12 @@ static void do_pixels(const QcJob *j, int64_t q0, int64_t q1) {
             a = rows;
         }
 #if defined(__x86_64__)
-        if (j->vnni) {
+        if (j->vnni == 2) {
             rows_vnni(j, a, lda, q, count);
+            continue;
+        }
+        if (j->vnni == 1) {
+            qconv_rows_avx(j, a, lda, q, count);
             continue;
         }
 #endif
@@ -314,7 +330,7 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     j.y = d[4];
     for (int64_t c = 0; c < p->oc && !j.any_z; c++)
         j.any_z = j.zneg[c] != 0;
-    j.vnni = max_level >= 1 && cpu_avx512_vnni();
+    j.vnni = vnni_level(max_level);
     if (j.pixels <= 0)
         return;
     Chunks chunks = {&j, (j.pixels + TILE_PIXELS - 1) / TILE_PIXELS};

@@ -1,5 +1,5 @@
-/* The state qconv.c's dense int8 conv shares with qconv_rows.c, which gathers its window rows
- * (qconv.c says what the op computes). */
+/* The state qconv.c's dense int8 conv shares with qconv_rows.c, which gathers its window rows,
+ * and qconv_avx.c, its AVX-VNNI path (qconv.c says what the op computes). */
 
 #ifndef RKNNRT_QCONV_JOB_H
 #define RKNNRT_QCONV_JOB_H
@@ -26,7 +26,7 @@ typedef struct QcJob {
     const int32_t *zneg, *corr;
     const float *m;
     void *y;
-    int vnni;
+    int vnni; /* the path: 2 AVX-512 VNNI, 1 AVX-VNNI, 0 scalar */
     int any_z; /* some channel's zero point is not 0 (else the row sums are not needed) */
 } QcJob;
 
@@ -38,5 +38,9 @@ typedef struct QcJob {
  * of those copies alone; the pixel's place advances without divisions. A 3x3 stem of 3
  * channels at 224x224 (one thread): 0.25 -> 0.21 -> 0.13 ms (with the row sums skipped). */
 void gather_rows(const QcJob *j, int64_t q, int64_t count, uint8_t *rows, int64_t lda);
+
+/* y of output pixels q .. q + count - 1 (their rows a, lda bytes apart) on the AVX-VNNI path
+ * (qconv_avx.c; x86-64 only, where the CPU has AVX-VNNI) */
+void qconv_rows_avx(const QcJob *j, const uint8_t *a, int64_t lda, int64_t q, int64_t count);
 
 #endif
