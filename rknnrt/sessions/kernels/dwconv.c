@@ -206,6 +206,7 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
     if (!st)
         st = FN(api, CustomOpDomain_Add)(domain, winmean_op());
     blocked_set_parallel_api(parallel_api);
+    f16round_set_parallel_api(parallel_api);
     for (int i = 0; !st && i < BLOCKED_OPS; i++)
         st = FN(api, CustomOpDomain_Add)(domain, blocked_op(base, i));
     qconv_set_parallel_api(parallel_api);

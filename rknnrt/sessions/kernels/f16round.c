@@ -114,6 +114,36 @@ EXPORT int64_t rknnrt_f16round_in_place_runs(void) {
     return __atomic_load_n(&in_place_runs, __ATOMIC_RELAXED);
 }
 
+/* A tensor's rounding in chunks over the session's threads: at least 64 K values a chunk (a
+ * chunk is one memory pass; handing it to a thread costs a few microseconds), at most 32. */
+static const OrtApi *parallel_api; /* the table with KernelContext_ParallelFor, or NULL */
+
+void f16round_set_parallel_api(const OrtApi *api) { parallel_api = api; }
+
+typedef struct RoundJob {
+    const float *a, *b; /* b: the addend (AddRoundFloat16), else NULL */
+    float *y;
+    int64_t count, chunk;
+} RoundJob;
+
+static void round_chunk(void *data, size_t i) {
+    const RoundJob *j = (const RoundJob *)data;
+    const int64_t start = (int64_t)i * j->chunk;
+    const int64_t n = j->count - start < j->chunk ? j->count - start : j->chunk;
+    if (j->b != NULL)
+        f16round_add_run(j->a + start, j->b + start, j->y + start, n, max_level);
+    else
+        f16round_run(j->a + start, j->y + start, n, max_level);
+}
+
+static void run_rounding(const OrtApi *api, OrtKernelContext *ctx, RoundJob *j) {
+    int64_t chunks = j->count / 65536;
+    chunks = chunks < 1 ? 1 : (chunks > 32 ? 32 : chunks);
+    j->chunk = ((j->count + chunks - 1) / chunks + 15) / 16 * 16; /* whole vectors */
+    chunks = (j->count + j->chunk - 1) / j->chunk;
+    run_chunks(api, parallel_api, ctx, round_chunk, (size_t)chunks, j);
+}
+
 static void compute(void *kernel, OrtKernelContext *ctx) {
     /* a failure can only leave the output unset, which onnxruntime reports itself */
     const OrtApi *api = ((const ApiKernel *)kernel)->api;
@@ -134,8 +164,9 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
         return;
     if (x == y)
         __atomic_fetch_add(&in_place_runs, 1, __ATOMIC_RELAXED);
+    RoundJob job = {(const float *)x, NULL, (float *)y, count, 0};
     if (count > 0)
-        f16round_run((const float *)x, (float *)y, count, max_level);
+        run_rounding(api, ctx, &job);
 }
 
 /* Op `rknnrt.kernels::AddRoundFloat16`: y = round16(a + b) for a and b of one shape (a float16
@@ -162,8 +193,9 @@ static void compute_add(void *kernel, OrtKernelContext *ctx) {
         return;
     if (a == y || b == y)
         __atomic_fetch_add(&in_place_runs, 1, __ATOMIC_RELAXED);
+    RoundJob job = {(const float *)a, (const float *)b, (float *)y, count, 0};
     if (count > 0)
-        f16round_add_run((const float *)a, (const float *)b, (float *)y, count, max_level);
+        run_rounding(api, ctx, &job);
 }
 
 static const char *add_name(const CustomOp *op) { (void)op; return "AddRoundFloat16"; }

@@ -18,6 +18,10 @@ const CustomOp *f16round_add_op(const OrtApiBase *base);
 /* y[i] = float32(float16(a[i] + b[i])); y may be a or b */
 void f16round_add_run(const float *a, const float *b, float *y, int64_t count, int level);
 
+/* the API table whose KernelContext_ParallelFor spreads a rounding over the session's threads
+ * (NULL: it runs on the calling thread) */
+void f16round_set_parallel_api(const OrtApi *api);
+
 /* y[i] = float32(float16(x[i])), ties to even; `level`: 0 scalar, 1 F16C (when the CPU has it) */
 void f16round_run(const float *x, float *y, int64_t count, int level);
 
