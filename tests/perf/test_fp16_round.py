@@ -48,13 +48,18 @@ def _cast_pair(x: np.ndarray) -> np.ndarray:
     return session.run(None, {"x": x})[0]
 
 
-def _op(library, x: np.ndarray) -> np.ndarray:
+def _round_model() -> onnx.ModelProto:
+    """x -> RoundFloat16 -> y."""
     graph = helper.make_graph(
         [helper.make_node(fp16_round.OP, ["x"], ["y"], domain=kernels.DOMAIN)], "round",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid(kernels.DOMAIN, 1)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid(kernels.DOMAIN, 1)])
+
+
+def _op(library, x: np.ndarray) -> np.ndarray:
+    model = _round_model()
     options = ort.SessionOptions()
     options.register_custom_ops_library(str(library[0]))
     session = ort.InferenceSession(model.SerializeToString(), options,
@@ -274,12 +279,7 @@ def test_a_large_rounding_gives_the_same_bits_on_more_threads(library) -> None:
     """Chunks of at least 64 K values (whole vectors) over onnxruntime's threads: 1 000 003
     values give 15 chunks, the last one short."""
     x = np.random.RandomState(6).randn(1_000_003).astype(np.float32) * 1000
-    graph = helper.make_graph(
-        [helper.make_node(fp16_round.OP, ["x"], ["y"], domain=kernels.DOMAIN)], "round",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid(kernels.DOMAIN, 1)])
+    model = _round_model()
     runs = [kernel_session(library, model, threads).run(None, {"x": x})[0] for threads in (1, 4)]
     assert runs[0].tobytes() == runs[1].tobytes() == _cast_pair(x).tobytes()
     assert (runs[1] != x).sum() > x.size // 2

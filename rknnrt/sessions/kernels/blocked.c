@@ -14,9 +14,10 @@
  *       ReorderOutputs -> Mul -> Cast pair -> ReorderInput. The padded channels are 0, as
  *       ReorderInput writes them.
  *
- * Attributes: block (both); channels, the real ones (MulRoundBlocked). Built with -ffp-contract=off: every sum, product and the division
- * are single IEEE operations; the loops run across a block's channels, each channel's order
- * as above (tests/perf/test_fp16_blocked_ops.py: the bits of onnxruntime's nodes). */
+ * Attributes: block (both); channels, the real ones (MulRoundBlocked). Built with
+ * -ffp-contract=off: every sum, product and the division are single IEEE operations; the loops
+ * run across a block's channels, each channel's order as above (tests/perf/
+ * test_fp16_blocked_ops.py: the bits of onnxruntime's nodes). */
 
 #include <stdint.h>
 #include <stdlib.h>

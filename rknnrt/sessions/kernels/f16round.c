@@ -179,7 +179,8 @@ static void compute_add(void *kernel, OrtKernelContext *ctx) {
         return;
     int64_t dims[16], other[16];
     size_t rank = 0, other_rank = 0;
-    if (tensor_dims(api, in[0], dims, 16, &rank) || tensor_dims(api, in[1], other, 16, &other_rank) ||
+    if (tensor_dims(api, in[0], dims, 16, &rank) ||
+        tensor_dims(api, in[1], other, 16, &other_rank) ||
         rank != other_rank || memcmp(dims, other, rank * sizeof(int64_t)) != 0)
         return;
     int64_t count = 0;
@@ -293,38 +294,31 @@ static OrtStatus *same_shape(const CustomOp *op, OrtShapeInferContext *ctx) {
     return FN(api, ShapeInferContext_SetOutputTypeShape)(ctx, 0, info);
 }
 
-static const CustomOp op_in_place = {
-    .version = MAY_INPLACE_VERSION, .CreateKernel = api_kernel_create, .GetName = op_name,
-    .GetExecutionProviderType = any_provider, .GetInputType = op_float,
-    .GetInputTypeCount = op_one, .GetOutputType = op_float, .GetOutputTypeCount = op_one,
-    .KernelCompute = compute, .KernelDestroy = api_kernel_destroy,
-    .GetInputCharacteristic = required, .GetOutputCharacteristic = required,
-    .GetInputMemoryType = input_memory_default, .InferOutputShapeFn = same_shape,
-    .GetMayInplace = may_inplace,
-    .ReleaseMayInplace = release_inplace};
+/* the version-18 form of an op of n float32 inputs and one output */
+#define IN_PLACE_OP(NAME, INPUTS, COMPUTE, MAY_INPLACE)                                        \
+    {.version = MAY_INPLACE_VERSION, .CreateKernel = api_kernel_create, .GetName = NAME,       \
+     .GetExecutionProviderType = any_provider, .GetInputType = op_float,                       \
+     .GetInputTypeCount = INPUTS, .GetOutputType = op_float, .GetOutputTypeCount = op_one,     \
+     .KernelCompute = COMPUTE, .KernelDestroy = api_kernel_destroy,                            \
+     .GetInputCharacteristic = required, .GetOutputCharacteristic = required,                  \
+     .GetInputMemoryType = input_memory_default, .InferOutputShapeFn = same_shape,             \
+     .GetMayInplace = MAY_INPLACE, .ReleaseMayInplace = release_inplace}
 
-static const CustomOp add_op_in_place = {
-    .version = MAY_INPLACE_VERSION, .CreateKernel = api_kernel_create, .GetName = add_name,
-    .GetExecutionProviderType = any_provider, .GetInputType = op_float,
-    .GetInputTypeCount = op_two, .GetOutputType = op_float, .GetOutputTypeCount = op_one,
-    .KernelCompute = compute_add, .KernelDestroy = api_kernel_destroy,
-    .GetInputCharacteristic = required, .GetOutputCharacteristic = required,
-    .GetInputMemoryType = input_memory_default, .InferOutputShapeFn = same_shape,
-    .GetMayInplace = may_inplace_add,
-    .ReleaseMayInplace = release_inplace};
+static const CustomOp op_in_place = IN_PLACE_OP(op_name, op_one, compute, may_inplace);
+static const CustomOp add_op_in_place = IN_PLACE_OP(add_name, op_two, compute_add, may_inplace_add);
 
-const CustomOp *f16round_add_op(const OrtApiBase *base) {
+/* `in_place` where this onnxruntime has the API of version 18 (1.18 and later), else `plain` */
+static const CustomOp *versioned(const OrtApiBase *base, const CustomOp *plain,
+                                 const CustomOp *in_place) {
     const OrtApi *api = base->GetApi(MAY_INPLACE_VERSION);
     if (api == NULL)
-        return &add_op;
-    __atomic_store_n(&shape_api, api, __ATOMIC_RELEASE);
-    return &add_op_in_place;
+        return plain;
+    __atomic_store_n(&shape_api, api, __ATOMIC_RELEASE); /* the same table at every call */
+    return in_place;
 }
 
-const CustomOp *f16round_op(const OrtApiBase *base) {
-    const OrtApi *api = base->GetApi(MAY_INPLACE_VERSION);
-    if (api == NULL) /* an onnxruntime before 1.18 */
-        return &op;
-    __atomic_store_n(&shape_api, api, __ATOMIC_RELEASE); /* the same table at every call */
-    return &op_in_place;
+const CustomOp *f16round_add_op(const OrtApiBase *base) {
+    return versioned(base, &add_op, &add_op_in_place);
 }
+
+const CustomOp *f16round_op(const OrtApiBase *base) { return versioned(base, &op, &op_in_place); }

@@ -44,7 +44,8 @@ typedef struct QcKernel {
     QcParams p;
 } QcKernel;
 
-/* set by rknnrt_qconv_max_level: the tests' narrower paths (2 AVX-512 VNNI, 1 AVX-VNNI, 0 scalar) */
+/* set by rknnrt_qconv_max_level: the tests' narrower paths (2 AVX-512 VNNI, 1 AVX-VNNI, 0
+ * scalar) */
 static int max_level = 2;
 
 EXPORT void rknnrt_qconv_max_level(int level) { max_level = level; }

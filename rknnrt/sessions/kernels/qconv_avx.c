@@ -72,9 +72,10 @@ AVX_VNNI static void emit_avx(const QcJob *j, const int32_t *out, int mr, int64_
             if (left <= 0)
                 break;
             __m256i v = _mm256_loadu_si256((const __m256i *)(out + i * 64 + h * 8));
-            if (j->any_z)
-                v = _mm256_add_epi32(v, _mm256_mullo_epi32(
-                                            _mm256_loadu_si256((const __m256i *)(j->zneg + c)), cs));
+            if (j->any_z) {
+                const __m256i z = _mm256_loadu_si256((const __m256i *)(j->zneg + c));
+                v = _mm256_add_epi32(v, _mm256_mullo_epi32(z, cs));
+            }
             v = _mm256_add_epi32(v, _mm256_loadu_si256((const __m256i *)(j->corr + c)));
             __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(j->m + c));
             const int64_t at = (q + i) * p->oc + c, n = left < 8 ? left : 8;
