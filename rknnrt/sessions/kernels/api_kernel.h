@@ -1,7 +1,7 @@
 /* What this library's ops share: the kernel object of those that keep nothing but
  * onnxruntime's API table (f16round.c, affine.c), their common op fields, and reading a
- * node's attributes and inputs, running chunks on onnxruntime's threads and a tensor's
- * dimensions. */
+ * node's attributes and inputs, running chunks on onnxruntime's threads (and their size) and a
+ * tensor's dimensions. */
 
 #ifndef RKNNRT_API_KERNEL_H
 #define RKNNRT_API_KERNEL_H
@@ -65,6 +65,17 @@ static inline void run_chunks(const OrtApi *api, const OrtApi *parallel, OrtKern
     }
     for (size_t i = 0; i < count; i++)
         fn(data, i);
+}
+
+/* The units a chunk of run_chunks takes, for `units` whole units holding `values` values: chunks
+ * of at least `least` values, at most 32 of them (one where the tensor is smaller); *count: how
+ * many chunks that makes. */
+static inline int64_t chunk_units(int64_t units, int64_t values, int64_t least, int64_t *count) {
+    int64_t n = values / least;
+    n = n < 1 ? 1 : (n > 32 ? 32 : n);
+    const int64_t chunk = (units + n - 1) / n;
+    *count = (units + chunk - 1) / chunk;
+    return chunk;
 }
 
 /* Inputs 0 .. n - 1 of the node into in: 0, or -1 where onnxruntime reports an error or gives

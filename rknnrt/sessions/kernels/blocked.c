@@ -21,7 +21,6 @@
 
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -94,7 +93,10 @@ MEAN_PLANES(base, )
 MEAN_PLANES(avx2, __attribute__((target("avx2"))))
 #endif
 
-void blocked_global_mean(const float *x, int64_t planes, int64_t hw, int64_t block, float *y) {
+/* y[q][j] = the mean of x[q][p][j] over p < hw in the plain pool's order, for planes q
+ * (N x Cp / block) and lanes j < block */
+static void global_mean_planes(const float *x, int64_t planes, int64_t hw, int64_t block,
+                               float *y) {
 #ifdef BLOCKED_X86
     if (cpu_avx2()) {
         mean_planes_avx2(x, planes, hw, block, y);
@@ -184,16 +186,6 @@ static void mul_round_chunk(void *data, size_t i) {
     mul_round_planes(j, q0, q0 + j->chunk < total ? q0 + j->chunk : total);
 }
 
-/* chunks of whole planes, at least 16 K values each, at most 32 */
-static int64_t chunk_planes(int64_t planes, int64_t plane_size, int64_t *count) {
-    int64_t n = planes * plane_size / 16384;
-    n = n < 1 ? 1 : (n > 32 ? 32 : n);
-    n = n > planes ? planes : n;
-    const int64_t chunk = (planes + n - 1) / n;
-    *count = (planes + chunk - 1) / chunk;
-    return chunk;
-}
-
 static void mul_job(MulJob *j, const float *a, const int64_t *ad, const float *b,
                     const int64_t *bd, const int64_t *yd, int64_t block, int64_t channels_real,
                     float *y) {
@@ -215,14 +207,6 @@ static void mul_job(MulJob *j, const float *a, const int64_t *ad, const float *b
 #else
     j->fast = 0;
 #endif
-    j->chunk = yd[0] * j->cb;
-}
-
-void blocked_mul_round(const float *a, const int64_t *ad, const float *b, const int64_t *bd,
-                       const int64_t *yd, int64_t block, int64_t channels_real, float *y) {
-    MulJob j;
-    mul_job(&j, a, ad, b, bd, yd, block, channels_real, y);
-    mul_round_planes(&j, 0, yd[0] * j.cb);
 }
 
 static const OrtApi *parallel_api; /* the table with KernelContext_ParallelFor, or NULL */
@@ -239,7 +223,7 @@ static void mean_chunk(void *data, size_t i) {
     const MeanJob *j = (const MeanJob *)data;
     const int64_t q0 = (int64_t)i * j->chunk;
     const int64_t n = q0 + j->chunk < j->planes ? j->chunk : j->planes - q0;
-    blocked_global_mean(j->x + q0 * j->hw * j->block, n, j->hw, j->block, j->y + q0 * j->block);
+    global_mean_planes(j->x + q0 * j->hw * j->block, n, j->hw, j->block, j->y + q0 * j->block);
 }
 
 static void *data_of(const OrtApi *api, const OrtValue *value) {
@@ -269,7 +253,7 @@ static void global_mean(void *kernel, OrtKernelContext *ctx) {
     if (job.x == NULL || job.y == NULL)
         return;
     int64_t count = 0;
-    job.chunk = chunk_planes(job.planes, job.hw * job.block, &count);
+    job.chunk = chunk_units(job.planes, job.planes * job.hw * job.block, 16384, &count);
     run_chunks(api, parallel_api, ctx, mean_chunk, (size_t)count, &job);
 }
 
@@ -300,7 +284,7 @@ static void mul_round(void *kernel, OrtKernelContext *ctx) {
     MulJob job;
     mul_job(&job, as, ad, bs, bd, yd, k->block, k->channels, y);
     int64_t count = 0;
-    job.chunk = chunk_planes(yd[0] * job.cb, yd[2] * yd[3] * k->block, &count);
+    job.chunk = chunk_units(yd[0] * job.cb, total, 16384, &count);
     run_chunks(api, parallel_api, ctx, mul_round_chunk, (size_t)count, &job);
 }
 

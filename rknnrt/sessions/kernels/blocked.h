@@ -15,12 +15,4 @@ const CustomOp *blocked_op(const OrtApiBase *base, int i);
  * threads (NULL: they run on the calling thread) */
 void blocked_set_parallel_api(const OrtApi *api);
 
-/* y[q][j] = the mean of x[q][p][j] over p < hw in the plain pool's order (blocked.c), for
- * planes q (N x Cp / block) and lanes j < block */
-void blocked_global_mean(const float *x, int64_t planes, int64_t hw, int64_t block, float *y);
-/* blocked y (dims yd) = round16(a (dims ad) * b (dims bd)), broadcast; lanes from
- * channels_real on 0 */
-void blocked_mul_round(const float *a, const int64_t *ad, const float *b, const int64_t *bd,
-                       const int64_t *yd, int64_t block, int64_t channels_real, float *y);
-
 #endif

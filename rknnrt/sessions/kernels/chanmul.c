@@ -221,10 +221,8 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     job.periods_per_image = (job.per_image + period - 1) / period;
     job.total = images * job.periods_per_image;
     /* chunks of at least 16 K elements over the session's threads (inline with one thread) */
-    int64_t count = images * job.per_image / 16384;
-    count = count < 1 ? 1 : (count > 32 ? 32 : count);
-    job.chunk = (job.total + count - 1) / count;
-    count = (job.total + job.chunk - 1) / job.chunk;
+    int64_t count = 0;
+    job.chunk = chunk_units(job.total, images * job.per_image, 16384, &count);
     run_chunks(api, parallel_api, ctx, run_chunk, (size_t)count, &job);
     free(job.fg);
 }

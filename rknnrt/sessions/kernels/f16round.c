@@ -137,10 +137,8 @@ static void round_chunk(void *data, size_t i) {
 }
 
 static void run_rounding(const OrtApi *api, OrtKernelContext *ctx, RoundJob *j) {
-    int64_t chunks = j->count / 65536;
-    chunks = chunks < 1 ? 1 : (chunks > 32 ? 32 : chunks);
-    j->chunk = ((j->count + chunks - 1) / chunks + 15) / 16 * 16; /* whole vectors */
-    chunks = (j->count + j->chunk - 1) / j->chunk;
+    int64_t chunks = 0; /* in whole vectors of 16 values */
+    j->chunk = chunk_units((j->count + 15) / 16, j->count, 65536, &chunks) * 16;
     run_chunks(api, parallel_api, ctx, round_chunk, (size_t)chunks, j);
 }
 
