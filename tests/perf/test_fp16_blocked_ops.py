@@ -46,6 +46,15 @@ def _session(library, nodes: list, inputs: list[tuple[str, list[int]]], outputs:
                                 providers=["CPUExecutionProvider"])  # fmt: skip
 
 
+def _run_at(library, level: int, session, feed: dict) -> np.ndarray:
+    """The session's first output with the library's roundings at `level` (1 F16C, 0 scalar)."""
+    library[1].rknnrt_f16round_max_level(level)
+    try:
+        return session.run(None, feed)[0]
+    finally:
+        library[1].rknnrt_f16round_max_level(1)
+
+
 def _reorder_in(name: str, out: str):
     return helper.make_node("ReorderInput", [name], [out], domain=NCHWC, channels_last=0)
 
@@ -121,11 +130,7 @@ def test_the_blocked_multiply_gives_the_nodes_bits(library, block, case, level) 
                        [("a", a_shape), ("b", b_shape)], ["ab", "bb"])  # fmt: skip
     ab, bb = blocked.run(None, {"a": a, "b": b})
     want = reference.run(None, {"a": ab, "b": bb})[0]
-    library[1].rknnrt_f16round_max_level(level)
-    try:
-        got = ours.run(None, {"a": ab, "b": bb})[0]
-    finally:
-        library[1].rknnrt_f16round_max_level(1)
+    got = _run_at(library, level, ours, {"a": ab, "b": bb})
     nan = np.isnan(want)
     assert got.shape == want.shape and np.isnan(got[nan]).all() and nan.sum() >= 1
     assert got[~nan].tobytes() == want[~nan].tobytes()
@@ -232,11 +237,7 @@ def test_the_rounded_add_gives_the_nodes_bits(library, level) -> None:
                                                domain=kernels.DOMAIN)],
                     [("a", None), ("b", None)], ["y"])  # fmt: skip
     want = reference.run(None, {"a": a, "b": b})[0]
-    library[1].rknnrt_f16round_max_level(level)
-    try:
-        got = ours.run(None, {"a": a, "b": b})[0]
-    finally:
-        library[1].rknnrt_f16round_max_level(1)
+    got = _run_at(library, level, ours, {"a": a, "b": b})
     nan = np.isnan(want)
     assert nan.sum() > 100 and np.isnan(got[nan]).all()
     assert got[~nan].tobytes() == want[~nan].tobytes()

@@ -121,7 +121,9 @@ def _gate_mul(node, producer: dict, readers: dict, outputs: set) -> tuple | None
 
 def _rounding_after(name: str, readers: dict, outputs: set) -> tuple | None:
     """(first Cast, second Cast) of the rounding pair that alone reads `name`, neither value a
-    graph output; else None."""
+    graph output; else None. (Not fp16_layout.rounding_pairs: the rounded value may be a graph
+    output here, since the fused op writes it under its name; the layout must leave such a
+    pair where it is.)"""
     chain = []
     for want in (_FLOAT16, _FLOAT):
         after = readers.get(name, [])
