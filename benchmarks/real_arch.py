@@ -28,6 +28,9 @@ RKNNRT_FP16_ROUND_KERNEL=0 (its float16 roundings as Cast pairs instead of the c
 one-pass kernel, core/program/fp16_round.py): `--kinds fp16c,fp16`. Kind `fp16p` is it with
 RKNNRT_FP16_BLOCKED_OPS=0 (global average pools and squeeze-and-excitation multiplies out of
 onnxruntime's blocked layout instead of on rknnrt's kernels, core/program/fp16_blocked_ops.py).
+Kind `int8a` is the int8 file with the dense int8 kernel held to its AVX-VNNI path while it runs
+(sessions/kernels/qconv_avx.c, the path of CPUs with AVX-VNNI and no AVX-512), on a CPU that
+has both: `--kinds int8a,int8`.
 
 Targets (issue 25): int8 <= 1.0x onnxruntime float32 on every network (geometric mean
 <= 0.8x), fp16 <= 1.2x.
@@ -36,6 +39,9 @@ Targets (issue 25): int8 <= 1.0x onnxruntime float32 on every network (geometric
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import functools
 import math
 import os
 import sys
@@ -50,7 +56,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.runtimes import alternate, baseline_options, build  # noqa: E402
 from rknnrt.core import switches  # noqa: E402
 from rknnrt.lite import RKNNLite  # noqa: E402
-from rknnrt.sessions import int8_kernels  # noqa: E402
+from rknnrt.sessions import int8_kernels, kernels  # noqa: E402
 from tools.real_arch import catalog  # noqa: E402
 
 
@@ -64,7 +70,8 @@ def main() -> None:
                         help="programs to time: int8, fp16, int8f (int8 without the compiled "
                              "depthwise kernel), int8v (without the VNNI conv kernel), int8b "
                              "(without the input's table pass), int8m (without the channel "
-                             "multiply kernel), int8s (with onnxruntime's QLinearSoftmax), fp16c "
+                             "multiply kernel), int8s (with onnxruntime's QLinearSoftmax), int8a "
+                             "(the dense int8 kernel on its AVX-VNNI path), fp16c "
                              "(fp16 without the compiled rounding kernel), fp16p (fp16 with its "
                              "pools and gates out of the blocked layout)")  # fmt: skip
     args = parser.parse_args()
@@ -72,6 +79,9 @@ def main() -> None:
     exact = int8_kernels.fast_kernels_exact()
     print(f"int8 kernels: {'fast u8s8 (probed exact on this CPU)' if exact else 'exact u8u8'}")
     kinds = [k for k in KINDS if k in args.kinds.split(",")]
+    if "int8a" in kinds and not _has_avx_vnni():
+        print("kind int8a left out: this CPU has no AVX-VNNI")
+        kinds.remove("int8a")
     print(f"{'network':24s} {'ort f32 ms':>10s} " + " ".join(f"{k + ' ms':>9s}" for k in kinds)
           + " " + " ".join(f"{k + '/ort':>9s}" for k in kinds), flush=True)  # fmt: skip
     ratios: dict[str, list[float]] = {k: [] for k in kinds}
@@ -89,6 +99,8 @@ def main() -> None:
                 "ort": lambda s=session, x=x: s.run(None, {"images": x})}
             for k, r in runtimes.items():
                 runs[k] = lambda r=r, x=x: r.inference([x], data_format="nchw")
+            if "int8a" in runs:
+                runs["int8a"] = lambda run=runs["int8a"]: _on_avx_vnni(run)
             med = alternate(runs, args.repeat)
             rel = {k: med[k] / med["ort"] for k in kinds}
             for k in kinds:
@@ -102,13 +114,14 @@ def main() -> None:
     print(f"{'geometric mean':24s} {'':10s} {pad} {' '.join(f'{geo[k]:9.2f}' for k in kinds)}")
 
 
-KINDS = ("int8f", "int8v", "int8b", "int8m", "int8s", "int8", "fp16c", "fp16p", "fp16")
-# a variant: (the kind whose file it loads, the switch it loads that file with at 0)
+KINDS = ("int8f", "int8v", "int8b", "int8m", "int8s", "int8a", "int8", "fp16c", "fp16p", "fp16")
+# a variant: (the kind whose file it loads, the switch it loads that file with at 0, or None)
 VARIANTS = {"int8f": ("int8", switches.INT8_DW_KERNEL),
             "int8v": ("int8", switches.INT8_CONV_KERNEL),
             "int8b": ("int8", switches.INT8_BYTE_MAP_KERNEL),
             "int8m": ("int8", switches.INT8_CHANNEL_MUL_KERNEL),
             "int8s": ("int8", switches.INT8_EXACT_SOFTMAX),
+            "int8a": ("int8", None),
             "fp16c": ("fp16", switches.FP16_ROUND_KERNEL),
             "fp16p": ("fp16", switches.FP16_BLOCKED_OPS)}
 
@@ -123,11 +136,37 @@ def _runtimes(model, kinds: list[str], calib: list, stem: str) -> dict[str, RKNN
         path = f"{stem}.{kind}.rknn"
         out[kind] = build(model, quantize, calib if quantize else None, path)
         for variant in variants:
-            with switches.override(VARIANTS[variant][1], "0"):
+            switch = VARIANTS[variant][1]
+            with switches.override(switch, "0") if switch else contextlib.nullcontext():
                 out[variant] = _load(path)
         if kind not in kinds:
             out.pop(kind).release()
     return {k: out[k] for k in kinds}
+
+
+def _has_avx_vnni() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return "avx_vnni" in f.read().split()
+    except OSError:
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def _library() -> ctypes.CDLL:
+    return ctypes.CDLL(str(kernels.library(switches.cache_root())))
+
+
+def _on_avx_vnni(run: Callable[[], object]) -> object:
+    """run() with the dense int8 kernel's widest path set to AVX-VNNI (the library's test hook,
+    process-wide: set back to AVX-512 afterwards; the library looked up once, outside the
+    timing's cost)."""
+    library = _library()
+    library.rknnrt_qconv_max_level(1)
+    try:
+        return run()
+    finally:
+        library.rknnrt_qconv_max_level(2)
 
 
 def _load(path: str) -> RKNNLite:

@@ -22,9 +22,10 @@ bit-identical to the paths they replace (tests/perf/test_qconv_kernel.py).
 
 It runs only where it is faster: on a CPU with AVX-512 VNNI, or AVX-VNNI (its 256-bit form:
 Intel's client CPUs from Alder Lake on have it without AVX-512; on this AVX-512 machine that
-path runs MobileNetV2 int8 at 0.95x onnxruntime's AVX-512 float32, the 512-bit one at 0.80x,
-benchmarks/real_arch.py's networks); without VNNI onnxruntime's exact u8u8 kernels and the
-float islands are as fast as an exact int8 kernel can be (stop 33's note). uint8 activations,
+path runs MobileNetV2 int8 at 0.97x onnxruntime's AVX-512 float32, the 512-bit one at 0.72x,
+without the kernel 1.36x: benchmarks/real_arch.py --kinds int8v,int8a,int8); without VNNI
+onnxruntime's exact u8u8 kernels and the float islands are as fast as an exact int8 kernel can
+be (stop 33's note). uint8 activations,
 and every |acc| below 2^31. `available()`: RKNNRT_INT8_CONV_KERNEL, the library built
 (dw_kernel.library_ready) and the CPU's VNNI.
 """
