@@ -43,7 +43,7 @@ def _stream(seed: int, count: int) -> list[np.ndarray]:
     return [rng.laplace(0.3, 2.0, sizes[k % len(sizes)]).astype(np.float32) for k in range(count)]
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_bounded_statistics_equal_the_previous_ones(seed) -> None:
     arrays = _stream(seed, 12)  # 12 samples: ~460k kept values, under the cap
     new, old = _Histogram(), _Previous()

@@ -40,25 +40,40 @@ def kernel_session(library, model, threads: int = 1):
                                 providers=["CPUExecutionProvider"])  # fmt: skip
 
 
+_INT8_FILES: dict[tuple[str, int], bytes] = {}
+
+
 def int8_network(name: str, folder, seed: int = 1) -> tuple[str, object]:
     """(the path of tools/real_arch's `name` at test size converted to int8 for rk3588 by
     rknnrt's toolkit in `folder`, calibrated on two uniform samples of a RandomState(seed),
-    and that generator, for the caller's inputs)."""
+    and that generator, for the caller's inputs). A network is converted once per process
+    (the conversion is deterministic): later calls write the same bytes."""
     import numpy as np
 
-    from rknnrt.toolkit import RKNN
     from tools.real_arch import catalog
 
     shape = catalog.input_shape(name, test=True)
     rng = np.random.RandomState(seed)
+    calib = [[rng.rand(*shape).astype(np.float32)] for _ in range(2)]
+    if (name, seed) not in _INT8_FILES:
+        _INT8_FILES[name, seed] = _converted_int8(catalog.build(name, test=True), calib, folder)
+    path = folder / f"{name}.rknn"
+    path.write_bytes(_INT8_FILES[name, seed])
+    return str(path), rng
+
+
+def _converted_int8(model, calib: list, folder) -> bytes:
+    from rknnrt.toolkit import RKNN
+
     rknn = RKNN()
     rknn.config(target_platform="rk3588")
-    rknn.load_onnx(catalog.build(name, test=True))
-    calib = [[rng.rand(*shape).astype(np.float32)] for _ in range(2)]
+    rknn.load_onnx(model)
     assert rknn.build(do_quantization=True, dataset=calib) == 0
-    path = str(folder / f"{name}.rknn")
-    assert rknn.export_rknn(path) == 0
-    return path, rng
+    scratch = folder / "converted.rknn"
+    assert rknn.export_rknn(str(scratch)) == 0
+    data = scratch.read_bytes()
+    scratch.unlink()
+    return data
 
 
 def infer_lite(path: str, inputs: list) -> list[list]:
