@@ -1,9 +1,10 @@
 """`Client`: one context of the C-shaped API, driven as a board application drives it.
 
 The one Python place that calls rknn_init / rknn_query / rknn_inputs_set / rknn_run /
-rknn_outputs_get / rknn_outputs_release / rknn_destroy for rknnrt's own users (and, where the
-platform's runtime lacks the general API, as rv1103/rv1106's mini runtime does, rknn_create_mem /
-rknn_set_io_mem / rknn_destroy_mem: `ZeroCopyIO`, as the vendor's demos for those chips): RKNNLite
+rknn_outputs_get / rknn_outputs_release / rknn_destroy for rknnrt's own users (the middle four
+also as one call, rknnrt_inference, for RKNNLite.inference; and, where the platform's runtime
+lacks the general API, as rv1103/rv1106's mini runtime does, rknn_create_mem / rknn_set_io_mem /
+rknn_destroy_mem: `ZeroCopyIO`, as the vendor's demos for those chips): RKNNLite
 (lite.py), the command line (cli.py), the evaluation (evaluation/runner.py) and the board
 estimate (board_eval.py). A failed call raises `ClientError` naming the call and its status; the
 runtime has already printed its `E RKNN:` line, so users only translate the exception into their
@@ -136,6 +137,17 @@ class Client:
 
     def run(self) -> None:
         check("rknn_run", rk.rknn_run(self.ctx, None))
+
+    def infer(
+        self, arrays: Sequence[np.ndarray], types: Sequence[int], fmts: Sequence[int],
+        pass_through: Sequence[int] | None = None,
+    ) -> list[np.ndarray]:  # fmt: skip
+        """set_inputs, run and get_outputs as one call of the API (rknnrt_inference: the same
+        steps without their marshalling, RKNNLite.inference's hot path)."""
+        status, outputs = rk.rknnrt_inference(self.ctx, arrays, types, fmts, len(self.outputs),
+                                              pass_through)  # fmt: skip
+        check("rknnrt_inference", status)
+        return [out.reshape(self._output_shape(i)) for i, out in enumerate(outputs)]
 
     def get_outputs(self) -> list[np.ndarray]:
         """rknn_outputs_get as float32 copies in the shapes in effect (a dynamic-shape model's

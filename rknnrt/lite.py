@@ -173,9 +173,8 @@ class RKNNLite:
         try:
             if client.dynamic:
                 self._choose_shapes(arrays, fmts)
-            client.set_inputs(arrays, [_TYPES[x.dtype] for x in arrays], fmts, inputs_pass_through)
-            client.run()
-            return client.get_outputs()
+            return client.infer(arrays, [_TYPES[x.dtype] for x in arrays], fmts,
+                                inputs_pass_through)
         except ClientError:  # the runtime printed why
             return None
 
