@@ -28,6 +28,8 @@ RKNNRT_FP16_ROUND_KERNEL=0 (its float16 roundings as Cast pairs instead of the c
 one-pass kernel, core/program/fp16_round.py): `--kinds fp16c,fp16`. Kind `fp16p` is it with
 RKNNRT_FP16_BLOCKED_OPS=0 (global average pools and squeeze-and-excitation multiplies out of
 onnxruntime's blocked layout instead of on rknnrt's kernels, core/program/fp16_blocked_ops.py).
+Kind `fp16t` is it with RKNNRT_FP16_TABLES=0 (its element-wise chains between roundings, GELU's
+for one, op by op instead of as one table pass each, core/program/fp16_tables.py).
 Kind `int8a` is the int8 file with the dense int8 kernel held to its AVX-VNNI path while it runs
 (sessions/kernels/qconv_avx.c, the path of CPUs with AVX-VNNI and no AVX-512), on a CPU that
 has both: `--kinds int8a,int8`.
@@ -73,7 +75,8 @@ def main() -> None:
                              "multiply kernel), int8s (with onnxruntime's QLinearSoftmax), int8a "
                              "(the dense int8 kernel on its AVX-VNNI path), fp16c "
                              "(fp16 without the compiled rounding kernel), fp16p (fp16 with its "
-                             "pools and gates out of the blocked layout)")  # fmt: skip
+                             "pools and gates out of the blocked layout), fp16t (fp16 with its "
+                             "element-wise chains op by op)")  # fmt: skip
     args = parser.parse_args()
     names = [n for n in catalog.NETWORKS if not args.models or n in args.models.split(",")]
     exact = int8_kernels.fast_kernels_exact()
@@ -114,7 +117,8 @@ def main() -> None:
     print(f"{'geometric mean':24s} {'':10s} {pad} {' '.join(f'{geo[k]:9.2f}' for k in kinds)}")
 
 
-KINDS = ("int8f", "int8v", "int8b", "int8m", "int8s", "int8a", "int8", "fp16c", "fp16p", "fp16")
+KINDS = ("int8f", "int8v", "int8b", "int8m", "int8s", "int8a", "int8", "fp16c", "fp16p", "fp16t",
+         "fp16")
 # a variant: (the kind whose file it loads, the switch it loads that file with at 0, or None)
 VARIANTS = {"int8f": ("int8", switches.INT8_DW_KERNEL),
             "int8v": ("int8", switches.INT8_CONV_KERNEL),
@@ -123,7 +127,8 @@ VARIANTS = {"int8f": ("int8", switches.INT8_DW_KERNEL),
             "int8s": ("int8", switches.INT8_EXACT_SOFTMAX),
             "int8a": ("int8", None),
             "fp16c": ("fp16", switches.FP16_ROUND_KERNEL),
-            "fp16p": ("fp16", switches.FP16_BLOCKED_OPS)}
+            "fp16p": ("fp16", switches.FP16_BLOCKED_OPS),
+            "fp16t": ("fp16", switches.FP16_TABLES)}
 
 
 def _runtimes(model, kinds: list[str], calib: list, stem: str) -> dict[str, RKNNLite]:

@@ -163,6 +163,12 @@ LAYOUT_CACHE_MB = Switch(
     "rknn_init lays a model out once, not at every init); 0 turns it off (read at rknn_init; "
     "malformed: the default)",
 )  # fmt: skip
+FP16_TABLES = Switch(
+    "RKNNRT_FP16_TABLES", "1",
+    "0 runs a float16 program's chains of element-wise ops between roundings (SiLU, GELU, "
+    "HardSwish...) op by op instead of as one table pass of rknnrt's compiled kernel "
+    "(core/program/fp16_tables.py; same values; read at rknn_init)",
+)  # fmt: skip
 CACHE_DIR = Switch(
     "RKNNRT_CACHE_DIR", "",
     "the folder of rknnrt's caches (the C library's build, the compiled int8 kernels, laid-out "
@@ -171,9 +177,10 @@ CACHE_DIR = Switch(
 )  # fmt: skip
 TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT_MS, PERF_HOST,
          FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE, INT8_DW_KERNEL,
-         FP16_ROUND_KERNEL, FP16_BLOCKED_OPS, INT8_AFFINE_KERNEL, INT8_BYTE_MAP_KERNEL,
-         INT8_CHANNEL_MUL_KERNEL, INT8_EXACT_SOFTMAX, WINDOW_MEAN_KERNEL, INT8_CONV_KERNEL,
-         INT8_ISLANDS, GROUPED_CONVS, SELECTION_CONVS, LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
+         FP16_ROUND_KERNEL, FP16_BLOCKED_OPS, FP16_TABLES, INT8_AFFINE_KERNEL,
+         INT8_BYTE_MAP_KERNEL, INT8_CHANNEL_MUL_KERNEL, INT8_EXACT_SOFTMAX, WINDOW_MEAN_KERNEL,
+         INT8_CONV_KERNEL, INT8_ISLANDS, GROUPED_CONVS, SELECTION_CONVS, LAYOUT_CACHE_MB,
+         CACHE_DIR)  # fmt: skip
 
 
 # Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
@@ -286,6 +293,10 @@ def fp16_round_kernel() -> bool:
 
 def fp16_blocked_ops() -> bool:
     return raw(FP16_BLOCKED_OPS) != "0"
+
+
+def fp16_tables() -> bool:
+    return raw(FP16_TABLES) != "0"
 
 
 def int8_affine_kernel() -> bool:

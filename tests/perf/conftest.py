@@ -15,8 +15,8 @@ def library():
     """(path, ctypes handle) of rknnrt's compiled kernel library of this source, built once into
     the cache folder (later runs find it); the handle is the object onnxruntime registers, so
     its path setters (rknnrt_dw_max_level, rknnrt_f16round_max_level, rknnrt_affine_max_level,
-    rknnrt_qconv_max_level, rknnrt_chanmul_max_level, rknnrt_inputcast_max_level)
-    reach the sessions. All are back at their widest afterwards."""
+    rknnrt_qconv_max_level, rknnrt_chanmul_max_level, rknnrt_inputcast_max_level,
+    rknnrt_f16table_max_level) reach the sessions. All are back at their widest afterwards."""
     path = kernels.library(switches.cache_root())
     handle = ctypes.CDLL(str(path))
     yield path, handle
@@ -26,6 +26,7 @@ def library():
     handle.rknnrt_qconv_max_level(2)
     handle.rknnrt_chanmul_max_level(2)
     handle.rknnrt_inputcast_max_level(2)
+    handle.rknnrt_f16table_max_level(2)
 
 
 def kernel_session(library, model, threads: int = 1):

@@ -17,7 +17,8 @@ infer shapes through the opaque node and picked other kernels and sums (plain Re
 627 values differed); with them the 17 real-architecture networks (fp16, plain and laid out)
 and 204 vendor files give the same bytes as with the pairs. The rounded tensor keeps its name.
 Where the library cannot be built the pairs stay, with the one W line of
-dw_kernel.library_ready; RKNNRT_FP16_ROUND_KERNEL=0 keeps them too.
+dw_kernel.library_ready; RKNNRT_FP16_ROUND_KERNEL=0 keeps them too. With the roundings in
+place, fp16_tables turns the element-wise chains between them into table passes.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 from ...sessions import kernels
 from .. import switches
 from ..lazy_imports import onnx
-from . import dw_kernel, graph_edit
+from . import dw_kernel, fp16_tables, graph_edit
 from .graph_edit import cast_to
 
 _FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
@@ -81,6 +82,8 @@ def rewrite(graph: bytes, record_shapes: bool = False) -> bytes:
     kept = [v for v in model.graph.value_info if v.name not in half]
     del model.graph.value_info[:]
     model.graph.value_info.extend(kept)
+    if switches.fp16_tables():
+        fp16_tables.rewrite(model)
     dw_kernel.import_domain(model)
     return model.SerializeToString()
 

@@ -195,6 +195,8 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
     if (!st)
         st = FN(api, CustomOpDomain_Add)(domain, f16round_add_op(base));
     if (!st)
+        st = FN(api, CustomOpDomain_Add)(domain, f16table_op(base));
+    if (!st)
         st = FN(api, CustomOpDomain_Add)(domain, affine_op());
     for (int i = 0; !st && i < BYTEMAP_OPS; i++)
         st = FN(api, CustomOpDomain_Add)(domain, bytemap_op(i));

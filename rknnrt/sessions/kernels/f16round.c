@@ -103,6 +103,73 @@ void f16round_add_run(const float *a, const float *b, float *y, int64_t count, i
         y[i] = round_scalar(a[i] + b[i]);
 }
 
+/* Op `rknnrt.kernels::HalfTable`: y[i] = table[the float16 bits of round16(x[i])], the table
+ * 65536 float32 values: a float16 program's chain of element-wise ops from one rounded tensor
+ * to the next rounding, as onnxruntime computed it for every float16 input
+ * (core/program/fp16_tables.py). The rounding of x is RoundFloat16's (x already rounded: the
+ * same value), so a rounding whose only readers are the chain's is the op's too. Levels: 2
+ * AVX-512 gathers, 1 AVX2 and F16C gathers, 0 scalar (the same bits). */
+
+/* the float16 bits of round16(f), as VCVTPS2PH gives them */
+static uint32_t half_index(float f) {
+    const float r = round_scalar(f); /* a float16 value, an infinity or a NaN */
+    uint32_t x;
+    memcpy(&x, &r, 4);
+    const uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+    if (a >= 0x7f800000u) /* an infinity, or a NaN (its quiet bit and payload's top bits) */
+        return sign | 0x7c00u | ((a >> 13) & 0x3ffu);
+    if (a >= 0x38800000u) /* a normal: the exponent rebiased by 112, 10 mantissa bits */
+        return sign | (((a >> 23) - 112u) << 10) | ((a >> 13) & 0x3ffu);
+    float magnitude; /* a subnormal or zero: a whole number of 2^-24 below 1024 */
+    memcpy(&magnitude, &a, 4);
+    return sign | (uint32_t)(magnitude * 16777216.0f);
+}
+
+static void table_scalar(const float *x, const float *table, float *y, int64_t count) {
+    for (int64_t i = 0; i < count; i++)
+        y[i] = table[half_index(x[i])];
+}
+
+#ifdef F16_X86
+__attribute__((target("avx512f"))) static int64_t table_avx512(const float *x, const float *table,
+                                                              float *y, int64_t count) {
+    int64_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm512_storeu_ps(y + i, _mm512_i32gather_ps(_mm512_cvtepu16_epi32(h), table, 4));
+    }
+    return i;
+}
+
+__attribute__((target("avx2,f16c"))) static int64_t table_avx2(const float *x, const float *table,
+                                                              float *y, int64_t count) {
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_storeu_ps(y + i, _mm256_i32gather_ps(table, _mm256_cvtepu16_epi32(h), 4));
+    }
+    return i;
+}
+#endif
+
+/* y[i] = table[half bits of round16(x[i])]; y may be x; `level` as the op's */
+void f16table_run(const float *x, const float *table, float *y, int64_t count, int level) {
+    int64_t done = 0;
+#ifdef F16_X86
+    if (level >= 2 && cpu_avx512f())
+        done = table_avx512(x, table, y, count);
+    else if (level >= 1 && cpu_avx2() && cpu_f16c())
+        done = table_avx2(x, table, y, count);
+#else
+    (void)level;
+#endif
+    table_scalar(x + done, table, y + done, count - done);
+}
+
+static int table_level = 2; /* set by rknnrt_f16table_max_level: the tests' narrower paths */
+
+EXPORT void rknnrt_f16table_max_level(int level) { table_level = level; }
+
 static int max_level = 1; /* set by rknnrt_f16round_max_level: the tests' scalar path */
 
 EXPORT void rknnrt_f16round_max_level(int level) { max_level = level; }
@@ -122,6 +189,7 @@ void f16round_set_parallel_api(const OrtApi *api) { parallel_api = api; }
 
 typedef struct RoundJob {
     const float *a, *b; /* b: the addend (AddRoundFloat16), else NULL */
+    const float *table; /* HalfTable's table, else NULL */
     float *y;
     int64_t count, chunk;
 } RoundJob;
@@ -130,7 +198,9 @@ static void round_chunk(void *data, size_t i) {
     const RoundJob *j = (const RoundJob *)data;
     const int64_t start = (int64_t)i * j->chunk;
     const int64_t n = j->count - start < j->chunk ? j->count - start : j->chunk;
-    if (j->b != NULL)
+    if (j->table != NULL)
+        f16table_run(j->a + start, j->table, j->y + start, n, table_level);
+    else if (j->b != NULL)
         f16round_add_run(j->a + start, j->b + start, j->y + start, n, max_level);
     else
         f16round_run(j->a + start, j->y + start, n, max_level);
@@ -162,7 +232,7 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
         return;
     if (x == y)
         __atomic_fetch_add(&in_place_runs, 1, __ATOMIC_RELAXED);
-    RoundJob job = {(const float *)x, NULL, (float *)y, count, 0};
+    RoundJob job = {(const float *)x, NULL, NULL, (float *)y, count, 0};
     if (count > 0)
         run_rounding(api, ctx, &job);
 }
@@ -192,11 +262,43 @@ static void compute_add(void *kernel, OrtKernelContext *ctx) {
         return;
     if (a == y || b == y)
         __atomic_fetch_add(&in_place_runs, 1, __ATOMIC_RELAXED);
-    RoundJob job = {(const float *)a, (const float *)b, (float *)y, count, 0};
+    RoundJob job = {(const float *)a, (const float *)b, NULL, (float *)y, count, 0};
     if (count > 0)
         run_rounding(api, ctx, &job);
 }
 
+/* HalfTable's node: x of any shape, a table of TABLE_SIZE values (others leave the output
+ * unset, and onnxruntime reports the node) */
+#define TABLE_SIZE 65536
+
+static void compute_table(void *kernel, OrtKernelContext *ctx) {
+    const OrtApi *api = ((const ApiKernel *)kernel)->api;
+    const OrtValue *in[2];
+    if (kernel_inputs(api, ctx, in, 2))
+        return;
+    int64_t dims[16], table_dims[16];
+    size_t rank = 0, table_rank = 0;
+    if (tensor_dims(api, in[0], dims, 16, &rank) ||
+        tensor_dims(api, in[1], table_dims, 16, &table_rank) || table_rank != 1 ||
+        table_dims[0] != TABLE_SIZE)
+        return;
+    int64_t count = 0;
+    OrtValue *out = output_like(api, ctx, dims, rank, &count);
+    if (out == NULL)
+        return;
+    void *x = NULL, *table = NULL, *y = NULL;
+    if (FN(api, GetTensorMutableData)((OrtValue *)in[0], &x) != NULL ||
+        FN(api, GetTensorMutableData)((OrtValue *)in[1], &table) != NULL ||
+        FN(api, GetTensorMutableData)(out, &y) != NULL)
+        return;
+    if (x == y)
+        __atomic_fetch_add(&in_place_runs, 1, __ATOMIC_RELAXED);
+    RoundJob job = {(const float *)x, NULL, (const float *)table, (float *)y, count, 0};
+    if (count > 0)
+        run_rounding(api, ctx, &job);
+}
+
+static const char *table_name(const CustomOp *op) { (void)op; return "HalfTable"; }
 static const char *add_name(const CustomOp *op) { (void)op; return "AddRoundFloat16"; }
 static size_t op_two(const CustomOp *op) { (void)op; return 2; }
 static const char *op_name(const CustomOp *op) { (void)op; return "RoundFloat16"; }
@@ -208,6 +310,9 @@ static const CustomOp op = {8, api_kernel_create, op_name, any_provider, op_floa
 static const CustomOp add_op = {8, api_kernel_create, add_name, any_provider, op_float, op_two,
                                 op_float, op_one, compute_add, api_kernel_destroy, required,
                                 required};
+static const CustomOp table_op = {8, api_kernel_create, table_name, any_provider, op_float,
+                                  op_two, op_float, op_one, compute_table, api_kernel_destroy,
+                                  required, required};
 
 /* Version 18: the output may take the input's buffer where onnxruntime's planner sees no later
  * reader of the input. In place, a rounding writes back the lines it has just read instead of
@@ -304,6 +409,8 @@ static OrtStatus *same_shape(const CustomOp *op, OrtShapeInferContext *ctx) {
 
 static const CustomOp op_in_place = IN_PLACE_OP(op_name, op_one, compute, may_inplace);
 static const CustomOp add_op_in_place = IN_PLACE_OP(add_name, op_two, compute_add, may_inplace_add);
+static const CustomOp table_op_in_place = IN_PLACE_OP(table_name, op_two, compute_table,
+                                                      may_inplace);
 
 /* `in_place` where this onnxruntime has the API of version 18 (1.18 and later), else `plain` */
 static const CustomOp *versioned(const OrtApiBase *base, const CustomOp *plain,
@@ -320,3 +427,7 @@ const CustomOp *f16round_add_op(const OrtApiBase *base) {
 }
 
 const CustomOp *f16round_op(const OrtApiBase *base) { return versioned(base, &op, &op_in_place); }
+
+const CustomOp *f16table_op(const OrtApiBase *base) {
+    return versioned(base, &table_op, &table_op_in_place);
+}

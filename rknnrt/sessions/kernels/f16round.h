@@ -15,6 +15,10 @@ const CustomOp *f16round_op(const OrtApiBase *base);
  * output allowed to take either input's buffer */
 const CustomOp *f16round_add_op(const OrtApiBase *base);
 
+/* the op `rknnrt.kernels::HalfTable` (y = table[float16 bits of round16(x)], a table of 65536
+ * float32 values), declared as RoundFloat16 is, its output allowed to take x's buffer */
+const CustomOp *f16table_op(const OrtApiBase *base);
+
 /* y[i] = float32(float16(a[i] + b[i])); y may be a or b */
 void f16round_add_run(const float *a, const float *b, float *y, int64_t count, int level);
 
