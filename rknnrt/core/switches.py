@@ -165,8 +165,9 @@ LAYOUT_CACHE_MB = Switch(
 )  # fmt: skip
 FP16_TABLES = Switch(
     "RKNNRT_FP16_TABLES", "1",
-    "0 runs a float16 program's chains of element-wise ops between roundings (SiLU, GELU, "
-    "HardSwish...) op by op instead of as one table pass of rknnrt's compiled kernel "
+    "0 runs a float16 program's chains of element-wise ops between roundings (DeiT's GELU, "
+    "MobileNetV3's HardSigmoid gates...) op by op instead of as one table pass of rknnrt's "
+    "compiled kernel "
     "(core/program/fp16_tables.py; same values; read at rknn_init)",
 )  # fmt: skip
 CACHE_DIR = Switch(

@@ -206,6 +206,18 @@ def test_what_is_not_a_function_of_one_float16_value_stays(library) -> None:
     assert fp16_tables.rewrite(other_input) == 0  # a graph input is no constant
 
 
+def test_a_helper_session_refused_keeps_the_chains(monkeypatch) -> None:
+    model = _gelu()
+    before = model.SerializeToString()
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("refused")
+
+    monkeypatch.setattr(fp16_tables.factory, "create", refuse)
+    assert fp16_tables.rewrite(model) == 0
+    assert model.SerializeToString() == before
+
+
 def test_chains_of_one_function_share_one_table() -> None:
     """Three HardSwish chains apart (an Identity, no element-wise op, between them)."""
     nodes, tails = [], []

@@ -27,6 +27,7 @@ import numpy as np
 
 from ...sessions import factory, kernels, policies
 from ..lazy_imports import onnx
+from . import graph_edit
 
 OP = "HalfTable"
 TABLE_SIZE = 65536
@@ -184,9 +185,11 @@ def _signature(chain: Chain, constants: dict[str, np.ndarray]) -> bytes:
     return "|".join(parts).encode()
 
 
-def _tables(chains: list[Chain], constants: dict[str, np.ndarray]) -> tuple[list[int], list]:
+def _tables(chains: list[Chain], constants: dict[str, np.ndarray], opset: int
+            ) -> tuple[list[int], list]:  # fmt: skip
     """Each chain's table number, and the tables (float32, TABLE_SIZE values each): every
-    distinct chain's nodes run once, in one helper session, on every float16 value."""
+    distinct chain's nodes run once, in one helper session of the program's `opset`, on every
+    float16 value."""
     numbers: dict[bytes, int] = {}
     index = []
     nodes, outputs, initializers = [], [], []
@@ -214,7 +217,7 @@ def _tables(chains: list[Chain], constants: dict[str, np.ndarray]) -> tuple[list
     graph = h.make_graph(nodes, "fp16_tables", [h.make_tensor_value_info("x", _FLOAT, [None])],
                          [h.make_tensor_value_info(o, _FLOAT, [None]) for o in outputs],
                          initializers)  # fmt: skip
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17), h.make_opsetid(
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset), h.make_opsetid(
         kernels.DOMAIN, 1), h.make_opsetid(_MS_DOMAIN, 1)])  # fmt: skip
     session = factory.create(model.SerializeToString(), policies.HELPER)
     every_half = np.arange(TABLE_SIZE, dtype=np.uint32).astype(np.uint16).view(np.float16)
@@ -230,7 +233,11 @@ def rewrite(model: Any) -> int:
     chains = find_chains(graph)
     if not chains:
         return 0
-    index, tables = _tables(chains, _scalar_constants(graph))
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
+    try:
+        index, tables = _tables(chains, _scalar_constants(graph), opset)
+    except Exception:  # onnxruntime refusing the helper graph raises several types: the
+        return 0  # chains stay, exact
     names = [f"rknnrt_fp16_table_{k}" for k in range(len(tables))]
     for name, table in zip(names, tables):
         graph.initializer.append(onnx.numpy_helper.from_array(np.asarray(table, np.float32),
@@ -246,10 +253,7 @@ def rewrite(model: Any) -> int:
             removed.add(id(chain.fused))
     gone = {out for chain in chains for n in chain.nodes[:-1] for out in n.output}
     gone |= {chain.start for chain in chains if chain.fused is not None}
-    nodes = [n for n in graph.node if id(n) in replace or id(n) not in removed]
-    del graph.node[:]
-    for node in nodes:
-        graph.node.extend(replace.get(id(node), [node]))
+    graph_edit.set_nodes(graph, graph_edit.splice(graph, replace, removed))
     kept = [v for v in graph.value_info if v.name not in gone]
     del graph.value_info[:]
     graph.value_info.extend(kept)
