@@ -32,7 +32,9 @@ Kind `fp16t` is it with RKNNRT_FP16_TABLES=0 (its element-wise chains between ro
 for one, op by op instead of as one table pass each, core/program/fp16_tables.py).
 Kind `int8a` is the int8 file with the dense int8 kernel held to its AVX-VNNI path while it runs
 (sessions/kernels/qconv_avx.c, the path of CPUs with AVX-VNNI and no AVX-512), on a CPU that
-has both: `--kinds int8a,int8`.
+has both: `--kinds int8a,int8`. Kind `int8r` is the int8 file with RKNNRT_INT8_RESIDUAL_KERNEL=0
+(a residual's Add, Relu/Clip and QuantizeLinear after a conv on the dense kernel as onnxruntime's
+float ops instead of in the kernel's pass, core/program/conv_epilogue.py).
 
 Targets (issue 25): int8 <= 1.0x onnxruntime float32 on every network (geometric mean
 <= 0.8x), fp16 <= 1.2x.
@@ -73,7 +75,8 @@ def main() -> None:
                              "depthwise kernel), int8v (without the VNNI conv kernel), int8b "
                              "(without the input's table pass), int8m (without the channel "
                              "multiply kernel), int8s (with onnxruntime's QLinearSoftmax), int8a "
-                             "(the dense int8 kernel on its AVX-VNNI path), fp16c "
+                             "(the dense int8 kernel on its AVX-VNNI path), int8r (residual "
+                             "Adds as onnxruntime's ops), fp16c "
                              "(fp16 without the compiled rounding kernel), fp16p (fp16 with its "
                              "pools and gates out of the blocked layout), fp16t (fp16 with its "
                              "element-wise chains op by op)")  # fmt: skip
@@ -117,8 +120,8 @@ def main() -> None:
     print(f"{'geometric mean':24s} {'':10s} {pad} {' '.join(f'{geo[k]:9.2f}' for k in kinds)}")
 
 
-KINDS = ("int8f", "int8v", "int8b", "int8m", "int8s", "int8a", "int8", "fp16c", "fp16p", "fp16t",
-         "fp16")
+KINDS = ("int8f", "int8v", "int8b", "int8m", "int8s", "int8a", "int8r", "int8", "fp16c", "fp16p",
+         "fp16t", "fp16")
 # a variant: (the kind whose file it loads, the switch it loads that file with at 0, or None)
 VARIANTS = {"int8f": ("int8", switches.INT8_DW_KERNEL),
             "int8v": ("int8", switches.INT8_CONV_KERNEL),
@@ -126,6 +129,7 @@ VARIANTS = {"int8f": ("int8", switches.INT8_DW_KERNEL),
             "int8m": ("int8", switches.INT8_CHANNEL_MUL_KERNEL),
             "int8s": ("int8", switches.INT8_EXACT_SOFTMAX),
             "int8a": ("int8", None),
+            "int8r": ("int8", switches.INT8_RESIDUAL_KERNEL),
             "fp16c": ("fp16", switches.FP16_ROUND_KERNEL),
             "fp16p": ("fp16", switches.FP16_BLOCKED_OPS),
             "fp16t": ("fp16", switches.FP16_TABLES)}

@@ -139,6 +139,12 @@ INT8_CONV_KERNEL = Switch(
     "kernel, which runs them only on CPUs with AVX-512 VNNI (core/program/qconv_kernel.py; "
     "same outputs; read at rknn_init)",
 )  # fmt: skip
+INT8_RESIDUAL_KERNEL = Switch(
+    "RKNNRT_INT8_RESIDUAL_KERNEL", "1",
+    "0 keeps a residual's Add, Relu or Clip and QuantizeLinear after an int8 conv on the "
+    "compiled VNNI kernel as onnxruntime's float ops instead of in the kernel's pass "
+    "(core/program/conv_epilogue.py; same outputs; read at rknn_init)",
+)  # fmt: skip
 INT8_ISLANDS = Switch(
     "RKNNRT_INT8_ISLANDS", "1",
     "0 runs an int8 program's convs whose output is not stored in float32 on dequantised "
@@ -180,8 +186,8 @@ TABLE = (LOG_LEVEL, NUM_THREADS, CACHE_MODEL, KEEP_PRIORITY, PLATFORM, CALL_WAIT
          FP16_BLOCKED, MEMORY_BUDGET_MB, RUN_TIMEOUT_MS, INT8_DEPTHWISE, INT8_DW_KERNEL,
          FP16_ROUND_KERNEL, FP16_BLOCKED_OPS, FP16_TABLES, INT8_AFFINE_KERNEL,
          INT8_BYTE_MAP_KERNEL, INT8_CHANNEL_MUL_KERNEL, INT8_EXACT_SOFTMAX, WINDOW_MEAN_KERNEL,
-         INT8_CONV_KERNEL, INT8_ISLANDS, GROUPED_CONVS, SELECTION_CONVS, LAYOUT_CACHE_MB,
-         CACHE_DIR)  # fmt: skip
+         INT8_CONV_KERNEL, INT8_RESIDUAL_KERNEL, INT8_ISLANDS, GROUPED_CONVS, SELECTION_CONVS,
+         LAYOUT_CACHE_MB, CACHE_DIR)  # fmt: skip
 
 
 # Active overrides, newest last: (token, name, value). Readers take the tuple as one snapshot
@@ -322,6 +328,10 @@ def window_mean_kernel() -> bool:
 
 def int8_conv_kernel() -> bool:
     return raw(INT8_CONV_KERNEL) != "0"
+
+
+def int8_residual_kernel() -> bool:
+    return raw(INT8_RESIDUAL_KERNEL) != "0"
 
 
 def int8_islands() -> bool:

@@ -28,8 +28,9 @@ def _float_convs(monkeypatch):
 def _model(configs: list[dict], seed: int = 0) -> onnx.ModelProto:
     """One uint8 input of 16 channels; per config an int8 QDQ conv (per-channel or one weight
     zero point, int32 bias on the xs * ws grid) whose float output goes through `tail` (a
-    SiLU, a Sigmoid, an Add of the input, or nothing) before it is quantised. A config's
-    "cin" below 16 convolves the input's first channels (a stem's depth)."""
+    SiLU, a Sigmoid, an Add of the input, that Add then a Relu or a Clip, or nothing) before it
+    is quantised. A config's "cin" below 16 convolves the input's first channels (a stem's
+    depth); "y_int8" quantises it to int8."""
     rng = np.random.RandomState(seed)
     inits, nodes, outputs = [], [], []
 
@@ -84,13 +85,22 @@ def _model(configs: list[dict], seed: int = 0) -> onnx.ModelProto:
             nodes.append(helper.make_node("HardSigmoid", [src], [f"g{k}"], alpha=0.21, beta=0.47))
             nodes.append(helper.make_node("Mul", [f"g{k}", src], [f"a{k}"]))
             src = f"a{k}"
-        elif tail == "add":  # a residual: the conv's output added to its input
+        elif tail in ("add", "add_relu", "add_clip"):  # a residual: the conv's output + input
             nodes.append(helper.make_node("Add", ["xd", src], [f"a{k}"]))
             src = f"a{k}"
+            if tail == "add_relu":
+                nodes.append(helper.make_node("Relu", [src], [f"r{k}"]))
+                src = f"r{k}"
+            elif tail == "add_clip":
+                bounds = [const(f"lo{k}", np.array(-1.5, np.float32)),
+                          const(f"hi{k}", np.array(6.0, np.float32))]  # fmt: skip
+                nodes.append(helper.make_node("Clip", [src, *bounds], [f"r{k}"]))
+                src = f"r{k}"
         if tail not in ("quantize", "int8") and not cfg.get("fusable"):  # for the reference
             outputs.append(helper.make_tensor_value_info(f"c{k}", TensorProto.FLOAT, None))
         ys = const(f"ys{k}", np.array(cfg.get("ys", 0.05), np.float32))
-        signed = tail == "int8"  # an int8 output of a uint8 input: onnxruntime fuses nothing
+        # an int8 output of a uint8 input: onnxruntime fuses nothing
+        signed = tail == "int8" or cfg.get("y_int8", False)
         yz = const(f"yz{k}", np.array(3, np.int8) if signed else np.array(128, np.uint8))
         nodes.append(helper.make_node("QuantizeLinear", [src, ys, yz], [f"y{k}"]))
         outputs.append(helper.make_tensor_value_info(

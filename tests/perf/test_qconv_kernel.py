@@ -15,7 +15,8 @@ from rknnrt.core.program import int8_islands, qconv_kernel, whole
 from rknnrt.sessions import kernels
 
 from .conftest import infer_lite, int8_network, kernel_session
-from .test_int8_islands import CONFIGS, _inputs, _matrix_model, _model
+from .test_int8_islands import CONFIGS, XS, XZ, H, _inputs, _matrix_model, _model
+from .test_int8_islands import _reference as _island_reference
 
 TYPES = {"u8": (TensorProto.UINT8, 0, 255), "s8": (TensorProto.INT8, -128, 127),
          "f": (TensorProto.FLOAT, None, None)}  # fmt: skip
@@ -208,9 +209,9 @@ def test_islands_on_the_kernel_equal_the_float_convs(kernel_on, monkeypatch) -> 
 def test_stems_go_on_the_kernel_only_where_their_output_is_stored_in_int8(kernel_on,
                                                                          monkeypatch) -> None:
     """3-channel windowed convs: stored through a HardSwish or SiLU they run on the kernel with
-    the activation in its pass; kept in float32 (a Sigmoid and the graph's outputs read it) a
-    stem stays a float conv; a Conv -> QuantizeLinear stays onnxruntime's QLinearConv (27
-    products: shallow, but a stem)."""
+    the activation in its pass, and a Conv -> QuantizeLinear (27 products: onnxruntime's
+    QLinearConv otherwise) runs on it requantised as QLinearConv does; kept in float32 (a
+    Sigmoid and the graph's outputs read it) a stem stays a float conv."""
     configs = [{"cin": 3, "cout": 16, "s": 2, "tail": "hardswish", "fusable": True, "ys": 0.03},
                {"cin": 3, "cout": 8, "tail": "silu", "fusable": True, "ys": 0.02},
                {"cin": 4, "cout": 8, "k": 3, "tail": "sigmoid", "ys": 0.004},
@@ -219,8 +220,8 @@ def test_stems_go_on_the_kernel_only_where_their_output_is_stored_in_int8(kernel
     on, off = _two_ways(model, monkeypatch)
     kernel = {n.output[0].split("__")[0] for n in on.graph.node
               if n.op_type.startswith("ConvInt8_")}  # fmt: skip
-    assert kernel == {"y0", "y1"} and _dense_ops(off) == 0
-    assert sum(n.op_type == "Conv" for n in on.graph.node) == 2  # the Sigmoid's, QLinearConv's
+    assert kernel == {"y0", "y1", "y3"} and _dense_ops(off) == 0
+    assert sum(n.op_type == "Conv" for n in on.graph.node) == 1  # the Sigmoid's
     _same_outputs(on, off, 20)
 
 
@@ -241,6 +242,97 @@ def test_shallow_fused_convs_go_on_the_kernel_with_qlinearconvs_bytes(kernel_on,
     dw_kernel.import_domain(on)
     assert _dense_ops(on) == 2 and sum(n.op_type == "Conv" for n in on.graph.node) == 1
     _same_outputs(on, off, 50)  # off: QLinearConvs
+
+
+# residuals: the conv's output + its input (16 channels), then a Relu, a Clip or nothing
+RESIDUALS = [{"tail": "add", "cout": 16, "fusable": True},
+             {"tail": "add_relu", "cout": 16, "k": 1, "ys": 0.1, "fusable": True},
+             {"tail": "add_clip", "cout": 16, "per_channel": False, "y_int8": True,
+              "fusable": True},
+             {"tail": "add_relu", "cout": 16, "cin": 3, "ys": 0.08, "fusable": True}]  # a stem
+
+
+def _with_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    return onnx.shape_inference.infer_shapes(model)  # as the converter records them
+
+
+def _residual_reference(model: onnx.ModelProto, x: np.ndarray, k: int) -> np.ndarray:
+    """Config k's output by the float program's definition in float32: the conv's value
+    float32(acc) * m plus (x - xz) * xs, Relu or Clip, divided by ys, rounded half to even,
+    offset and saturated."""
+    consts = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    value = _island_reference(model, x, k)[0]
+    skip = (x[0].astype(np.int32) - XZ).astype(np.float32) * np.float32(XS)
+    total = value + skip
+    tail = RESIDUALS[k]["tail"]
+    if tail == "add_relu":
+        total = np.maximum(total, np.float32(0))
+    elif tail == "add_clip":
+        total = np.minimum(np.maximum(total, consts[f"lo{k}"]), consts[f"hi{k}"])
+    yz = consts[f"yz{k}"]
+    lo, hi = (-128, 127) if yz.dtype == np.int8 else (0, 255)
+    q = np.rint(total / consts[f"ys{k}"]).astype(np.int64) + int(yz)
+    return np.clip(q, lo, hi)[None]
+
+
+@pytest.mark.parametrize("level", [2, 1, 0], ids=["avx512vnni", "avxvnni", "scalar"])
+def test_residuals_run_in_the_kernels_pass_with_the_float_programs_bytes(
+        library, kernel_on, monkeypatch, level) -> None:  # fmt: skip
+    """Conv -> Add(DequantizeLinear of a uint8 tensor) -> Relu / Clip / nothing ->
+    QuantizeLinear is one ConvInt8Add op: the bytes of the float program it replaces and of
+    its float32 definition, on every path."""
+    if level and not _has_vnni(library, level):
+        pytest.skip(f"this CPU lacks the VNNI of path {level} (the scalar case covers the op)")
+    model = _with_shapes(_model(RESIDUALS))
+    on, off = _two_ways(model, monkeypatch)
+    ops = [n.op_type for n in on.graph.node]
+    assert ops.count("ConvInt8Add_u8u8") == 3 and ops.count("ConvInt8Add_u8s8") == 1
+    assert not {"Add", "Relu", "Clip", "QuantizeLinear"} & set(ops)
+    assert sum(n.op_type == "Add" for n in off.graph.node) == 4
+    library[1].rknnrt_qconv_max_level(level)
+    try:
+        _same_outputs(on, off, 20)
+        session = whole.open_program(on.SerializeToString())
+        for x in _inputs():
+            for k, got in enumerate(session.run(None, {"x": x})):
+                want = _residual_reference(model, x, k)
+                assert np.array_equal(got.astype(np.int64), want), k
+    finally:
+        library[1].rknnrt_qconv_max_level(2)
+
+
+def test_residuals_the_kernel_does_not_take_stay_as_they_are(kernel_on, monkeypatch) -> None:
+    """An Add that broadcasts, one whose sum is read twice, a Clip of a computed bound, an
+    int8 addend, and a graph recording no shapes keep the float program's Add."""
+    def rewritten(model: onnx.ModelProto) -> list[str]:
+        int8_islands.islands_as_integers(model.graph, {})
+        return [n.op_type for n in model.graph.node]
+
+    plain = _model([{"tail": "add", "cout": 16, "fusable": True}])
+    plain_copy = onnx.ModelProto()
+    plain_copy.CopyFrom(plain)
+    assert "ConvInt8Add_u8u8" in rewritten(_with_shapes(plain))
+    assert "Add" in rewritten(plain_copy)  # no shapes recorded
+    broadcast = _model([{"tail": "add", "cout": 16, "fusable": True}])
+    make = helper.make_node
+    broadcast.graph.node.insert(0, make("MaxPool", ["x"], ["xp"], kernel_shape=[H, H]))
+    broadcast.graph.node.insert(1, make("DequantizeLinear", ["xp", "xs", "xz"], ["xpd"]))
+    next(n for n in broadcast.graph.node if n.op_type == "Add").input[0] = "xpd"
+    assert "ConvInt8Add_u8u8" not in rewritten(_with_shapes(broadcast))  # 1x1 addend
+    twice = _with_shapes(_model([{"tail": "add", "cout": 16, "fusable": True}]))
+    twice.graph.output.append(helper.make_tensor_value_info("a0", TensorProto.FLOAT, None))
+    assert "ConvInt8Add_u8u8" not in rewritten(twice)
+    computed = _with_shapes(_model([{"tail": "add_clip", "cout": 16, "fusable": True}]))
+    clip = next(n for n in computed.graph.node if n.op_type == "Clip")
+    computed.graph.node.insert(0, helper.make_node("Identity", ["hi0"], ["hi0_copy"]))
+    clip.input[2] = "hi0_copy"
+    assert "Clip" in rewritten(computed)
+    signed = _model([{"tail": "add", "cout": 16, "fusable": True}])  # the addend int8
+    signed.graph.input.append(helper.make_tensor_value_info("s", TensorProto.INT8, [1, 16, H, H]))
+    signed.graph.initializer.append(onnx.numpy_helper.from_array(np.array(3, np.int8), "sz"))
+    signed.graph.node.insert(0, helper.make_node("DequantizeLinear", ["s", "xs", "sz"], ["sd"]))
+    next(n for n in signed.graph.node if n.op_type == "Add").input[0] = "sd"
+    assert "ConvInt8Add_u8u8" not in rewritten(_with_shapes(signed))
 
 
 @pytest.mark.parametrize("op, trans_b", [("Gemm", 1), ("Gemm", 0), ("MatMul", 0)])
@@ -287,11 +379,12 @@ def _linux() -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["yolov8n", "efficientnet_b0", "deit_tiny"])
+@pytest.mark.parametrize("name", ["yolov8n", "efficientnet_b0", "deit_tiny", "regnetx_400mf",
+                                  "mobilenetv2"])  # fmt: skip
 def test_networks_give_the_same_bytes_on_the_kernel(kernel_on, name, tmp_path,
                                                     monkeypatch) -> None:  # fmt: skip
-    """A whole int8 program (SiLU convs, SE convs, attention Gemms/MatMuls) with the kernel and
-    without it: the same output bytes."""
+    """A whole int8 program (SiLU convs, SE convs, attention Gemms/MatMuls, residuals after
+    Relu stems) with the kernel and without it: the same output bytes."""
     from tools.real_arch import catalog
 
     path, rng = int8_network(name, tmp_path)

@@ -1,7 +1,11 @@
 """The activation and QuantizeLinear an int8 conv kernel may compute in its own pass (for
 int8_islands.py): a float island whose output reaches an int8 QuantizeLinear only through a
 HardSwish (one op, or HardSigmoid then Mul by the conv's value: MobileNetV3, PP-OCR) or a
-SiLU (Sigmoid then Mul by the conv's value: EfficientNet, every YOLO).
+SiLU (Sigmoid then Mul by the conv's value: EfficientNet, every YOLO); or, for the dense
+kernel, a residual: the island's output added to a dequantised uint8 tensor of its shape, then
+a Relu or Clip or nothing, then the QuantizeLinear (ResNet's, RegNet's, the MobileNets'
+blocks). Those are IEEE steps (a product of integers' float32 values, a sum, a max and min, a
+division), so the kernel's bytes are onnxruntime's without a probe.
 
 The kernels compute onnxruntime's own float32 steps in its order (sessions/kernels/
 epilogue.h), so the bytes are its own. For SiLU that is the rational function of its logistic
@@ -21,17 +25,18 @@ import numpy as np
 
 from ...sessions import factory, kernels, policies
 from ..lazy_imports import onnx
-from .int8_depthwise import _RANGES, _attr, _Lookup, _scalar
+from .int8_depthwise import _RANGES, _attr, _dq, _Lookup, _scalar
 
 HARDSWISH, SILU = 1, 2  # epilogue.h's ACT_HARDSWISH, ACT_SILU
+_UINT8 = 2  # onnx.TensorProto.UINT8
 _lock = threading.Lock()
 _verdicts: dict[tuple, bool] = {}  # (library, kind, alpha, beta) -> the probe's verdict
 
 
 def tail_after(g: _Lookup, node) -> tuple | None:
-    """(the QuantizeLinear, the activation's nodes, {attributes of the kernel's epilogue}) when
-    `node`'s float output reaches an int8 QuantizeLinear only through a HardSwish or a SiLU
-    that the kernels compute as onnxruntime does here; None otherwise."""
+    """(the QuantizeLinear, the activation's nodes, {attributes of the kernel's epilogue},
+    None) when `node`'s float output reaches an int8 QuantizeLinear only through a HardSwish
+    or a SiLU that the kernels compute as onnxruntime does here; None otherwise."""
     out, readers = node.output[0], g.readers.get(node.output[0], [])
     if out in g.outputs or any(r.domain for r in readers):
         return None
@@ -52,17 +57,104 @@ def tail_after(g: _Lookup, node) -> tuple | None:
     else:
         return None
     quant = g.only_reader(ops[-1].output[0])
+    ys = _quantize_scale(g, quant)
+    if ys is None:
+        return None
+    alpha, beta = float(np.float32(alpha)), float(np.float32(beta))
+    if not exact(kind, alpha, beta):
+        return None
+    return quant, ops, {"activation": kind, "alpha": alpha, "beta": beta,
+                        "y_scale": ys}, None  # fmt: skip
+
+
+def residual_after(g: _Lookup, node) -> tuple | None:
+    """(the QuantizeLinear, the nodes the kernel computes in its place, {the residual's
+    attributes}, the uint8 addend) when `node`'s float output is read only by an Add of a
+    DequantizeLinear of a uint8 tensor of the same recorded shape (one scale and zero point)
+    whose sum reaches an int8 QuantizeLinear directly or through one Relu or Clip of
+    constant bounds; None otherwise."""
+    out = node.output[0]
+    add = g.only_reader(out)
+    if add is None or add.op_type != "Add" or add.domain or len(add.input) != 2 \
+            or add.input[0] == add.input[1]:  # fmt: skip
+        return None
+    addend = _dq(g, add.input[1] if add.input[0] == out else add.input[0])
+    if addend is None or g.elem_type(addend.input[2]) != _UINT8:
+        return None
+    ss, sz = _scalar(g, addend.input[1]), _scalar(g, addend.input[2])
+    if ss is None or sz is None or ss.dtype != np.float32 or not np.isfinite(ss).all():
+        return None
+    shape = _dims(g, out)
+    if shape is None or shape != _addend_dims(g, addend):
+        return None  # an Add that broadcasts, or shapes not recorded
+    ops, low, high = [add], -np.inf, np.inf
+    after = g.only_reader(add.output[0])
+    if after is not None and not after.domain and after.op_type in ("Relu", "Clip"):
+        bounds = (0.0, np.inf) if after.op_type == "Relu" else _clip_bounds(g, after)
+        if bounds is None:
+            return None
+        (low, high), ops = bounds, [add, after]
+        after = g.only_reader(after.output[0])
+    ys = _quantize_scale(g, after)
+    if ys is None:
+        return None
+    if g.only_reader(addend.output[0]) is add:
+        ops.append(addend)  # read by nothing else once the kernel adds
+    return after, ops, {"skip_scale": float(ss), "skip_zero_point": int(sz),
+                        "clip_min": float(low), "clip_max": float(high),
+                        "y_scale": ys}, addend.input[0]  # fmt: skip
+
+
+def _quantize_scale(g: _Lookup, quant) -> float | None:
+    """The scale of `quant` when it is a QuantizeLinear to int8 or uint8 with one positive
+    float32 scale and one zero point, else None."""
     if quant is None or quant.op_type != "QuantizeLinear" or quant.domain \
             or len(quant.input) != 3 or g.elem_type(quant.input[2]) not in _RANGES:  # fmt: skip
         return None
     ys, yz = _scalar(g, quant.input[1]), _scalar(g, quant.input[2])
     if ys is None or yz is None or ys.dtype != np.float32 or not float(ys) > 0:
         return None
-    alpha, beta = float(np.float32(alpha)), float(np.float32(beta))
-    if not exact(kind, alpha, beta):
+    return float(ys)
+
+
+def _clip_bounds(g: _Lookup, clip) -> tuple[float, float] | None:
+    """(min, max) of a Clip, from its constant float32 inputs (opset 11 on) or attributes;
+    None where one is not a constant."""
+    if not clip.input[1:] and not any(a.name in ("min", "max") for a in clip.attribute):
+        return -np.inf, np.inf
+    if len(clip.input) == 1:
+        return float(_attr(clip, "min", -np.inf)), float(_attr(clip, "max", np.inf))
+    bounds = []
+    for i, default in ((1, -np.inf), (2, np.inf)):
+        name = clip.input[i] if len(clip.input) > i else ""
+        value = _scalar(g, name) if name else np.float32(default)
+        if value is None or value.dtype != np.float32:
+            return None
+        bounds.append(float(value.reshape(())))
+    return bounds[0], bounds[1]
+
+
+def _addend_dims(g: _Lookup, dequantize) -> list[int] | None:
+    """The shape of a DequantizeLinear's input: recorded for it or for the DequantizeLinear's
+    output, or for the float input of the QuantizeLinear that made it (the converter records
+    the float tensors' shapes)."""
+    quantized = dequantize.input[0]
+    made = g.producer.get(quantized)
+    for name in (quantized, dequantize.output[0],
+                 made.input[0] if made is not None and made.op_type == "QuantizeLinear"
+                 and not made.domain else ""):  # fmt: skip
+        dims = _dims(g, name) if name else None
+        if dims is not None:
+            return dims
+    return None
+
+
+def _dims(g: _Lookup, name: str) -> list[int] | None:
+    """The recorded shape of tensor `name` where every dimension is known, else None."""
+    shape = g.shapes.get(name)
+    if shape is None or not all(d.HasField("dim_value") for d in shape.dim):
         return None
-    return quant, ops, {"activation": kind, "alpha": alpha, "beta": beta,
-                        "y_scale": float(ys)}  # fmt: skip
+    return [d.dim_value for d in shape.dim]
 
 
 def probe_values() -> np.ndarray:

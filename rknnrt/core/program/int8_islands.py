@@ -38,6 +38,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .. import switches
 from ..lazy_imports import onnx
 from . import conv_epilogue, dw_kernel, graph_edit, qconv_kernel
 from .int8_depthwise import (
@@ -221,11 +222,14 @@ def islands_as_integers(graph, weights: Mapping[str, np.ndarray], limit: float =
     removed: set[int] = set()
     shapes: list = []
     compiled = (dw_kernel.available(), qconv_kernel.available())
+    residuals = compiled[1] and switches.int8_residual_kernel()
     for node in graph.node:
         found = _candidate(g, node, compiled[1])
         if found is None:
             continue
         tail = None if found["stored"] else conv_epilogue.tail_after(g, node)
+        if tail is None and not found["stored"] and residuals and found["group"] == 1:
+            tail = conv_epilogue.residual_after(g, node)
         made = _on_kernel(g, node, found, taken, *compiled, tail) if any(compiled) else None
         if made is None and found["fused"]:
             continue  # onnxruntime's QLinearConv then, as without the kernel
@@ -270,10 +274,13 @@ def _on_kernel(g: _Lookup, node, found: dict, taken: set[str], depthwise_on: boo
     (nodes, initializers, the node they replace, their output, its type), or None. Kept in float32
     it is float32(acc) * m as the Conv -> Mul(m) chain gives; stored, it is requantised as
     that chain's Mul(m / ys) -> QuantizeLinear(1, yz); with its activation `tail`
-    (conv_epilogue.tail_after), that activation and QuantizeLinear in the same pass."""
+    (conv_epilogue.tail_after), that activation and QuantizeLinear in the same pass; with a
+    residual `tail` (conv_epilogue.residual_after, dense only), its Add, Clip and
+    QuantizeLinear."""
     w = found["w"]
+    skip = tail[3] if tail is not None else None  # a residual's addend: the dense kernel's
     depthwise = depthwise_on and node.op_type == "Conv" and w.ndim == 4 and w.shape[1] == 1 \
-        and found["group"] == w.shape[0]  # fmt: skip
+        and found["group"] == w.shape[0] and skip is None  # fmt: skip
     dense = dense_on and found["group"] == 1 and (node.op_type != "Conv" or w.ndim == 4)
     if not depthwise and not dense:
         return None
@@ -299,12 +306,12 @@ def _on_kernel(g: _Lookup, node, found: dict, taken: set[str], depthwise_on: boo
         made = dw_kernel.nodes(node, found["x_dq"].input[0], x_type, int(xz), out, y_type, zero,
                                w, found["bias"], m, f"{out}__int", taken, act)  # fmt: skip
     elif x_type != _UINT8 or not qconv_kernel.takes(
-            w, found["bias"], found["reach"], y_type != _FLOAT and not found["fused"]) or (
+            w, found["bias"], found["reach"], y_type != _FLOAT) or (
             node.op_type == "MatMul" and _rank(g, node.output[0]) < 2):  # fmt: skip
         return None  # (the kernel's rows need a MatMul's input of rank 2 or more)
     else:
         made = qconv_kernel.nodes(node, found["x_dq"].input[0], int(xz), out, y_type, zero, w,
-                                  found["bias"], m, f"{out}__int", taken, act)  # fmt: skip
+                                  found["bias"], m, f"{out}__int", taken, act, skip)  # fmt: skip
     return None if made is None else (*made, target, out, y_type)
 
 

@@ -86,7 +86,10 @@ def takes(centred: np.ndarray, bias: np.ndarray | None, reach: int,
     A stem's windows of 3 bytes cost more to gather than onnxruntime's float conv of such a
     depth takes (0.38 vs 0.28 ms at 224x224x3 with a float output), but its float path then
     also runs the activation and QuantizeLinear as passes over the float tensor, which the
-    kernel does in its own pass (HardSwish stems: 0.53-0.93x the float chain's time)."""
+    kernel does in its own pass (HardSwish stems: 0.53-0.93x the float chain's time), and
+    onnxruntime's QLinearConv of a Relu stem is slower still (3 -> 32 channels, 3x3 stride 2
+    at 224x224, both with their Transposes: 0.17 vs 0.30 ms at one thread, 0.13 vs 0.20 at
+    two)."""
     if centred.ndim == 4 and centred.shape[1] < 8 and centred.shape[2] * centred.shape[3] > 1 \
             and not stored_int8:  # fmt: skip
         return False
@@ -101,13 +104,16 @@ def takes(centred: np.ndarray, bias: np.ndarray | None, reach: int,
 
 def nodes(node: Any, x: str, xz: int, out: str, y_type: int, yz: int, centred: np.ndarray,
           bias: np.ndarray | None, m: np.ndarray, base: str, taken: set[str],
-          act: dict | None = None) -> tuple[list, list] | None:  # fmt: skip
+          act: dict | None = None,
+          skip: str | None = None) -> tuple[list, list] | None:  # fmt: skip
     """(nodes, initializers) computing the int8 `node` (Conv with group 1 and 2-D geometry, or
     Gemm/MatMul with weights `centred` as (N, K)) of the uint8 tensor `x` into `out`, or None
     when the kernel does not take it. `centred`: the weights minus their zero points, (OC,
     C, KH, KW) for a Conv; `m` per channel: (xs * ws) / ys for an int8 `y_type`, xs * ws for
     FLOAT (then `yz` is unused) or with `act` (hardswish 1, alpha, beta, y_scale: the conv's
-    HardSwish and QuantizeLinear, fused)."""
+    HardSwish and QuantizeLinear, fused). With `skip`, a uint8 tensor shaped as the output
+    (NCHW for a Conv), `act` holds a residual's attributes (conv_epilogue.residual_after) and
+    the op is ConvInt8Add: the conv's value plus the dequantised `skip`, clipped, quantised."""
     if y_type not in _SHORT:
         return None
     conv = node.op_type == "Conv"
@@ -120,11 +126,11 @@ def nodes(node: Any, x: str, xz: int, out: str, y_type: int, yz: int, centred: n
     else:
         geometry, flat, (kh, kw) = {}, centred.reshape(centred.shape[0], -1), (1, 1)
         oc = flat.shape[0]
-    names = [f"{base}_{k}" for k in ("nhwc", "qw", "qq", "qm", "knhwc")]
+    names = [f"{base}_{k}" for k in ("nhwc", "qw", "qq", "qm", "knhwc", "snhwc")]
     if any(n in taken for n in names):
         return None
     taken.update(names)
-    x_nhwc, w_n, q_n, m_n, y_nhwc = names
+    x_nhwc, w_n, q_n, m_n, y_nhwc, skip_nhwc = names
     packed, z = pack(flat)
     blocks = packed.shape[0]
     s_sum = (flat + z[:, None]).sum(axis=1)
@@ -140,11 +146,18 @@ def nodes(node: Any, x: str, xz: int, out: str, y_type: int, yz: int, centred: n
     make = onnx.helper.make_node
     zero = {} if y_type == _FLOAT else {"y_zero_point": int(yz)}
     kernel_out = y_nhwc if conv else out
-    op = make(f"ConvInt8_u8{_SHORT[y_type]}", [x_nhwc if conv else x, w_n, q_n, m_n],
-              [kernel_out], name=f"{base}_kernel", domain=kernels.DOMAIN, kernel_h=int(kh),
-              kernel_w=int(kw), channels=int(oc), x_zero_point=int(xz), **zero,
-              **geometry, **(act or {}))  # fmt: skip
+    inputs = [x_nhwc if conv else x, w_n, q_n, m_n]
+    if skip is not None:
+        inputs.append(skip_nhwc if conv else skip)
+    kind = "ConvInt8Add" if skip is not None else "ConvInt8"
+    op = make(f"{kind}_u8{_SHORT[y_type]}", inputs, [kernel_out], name=f"{base}_kernel",
+              domain=kernels.DOMAIN, kernel_h=int(kh), kernel_w=int(kw), channels=int(oc),
+              x_zero_point=int(xz), **zero, **geometry, **(act or {}))  # fmt: skip
     if not conv:
         return [op], inits
-    return [make("Transpose", [x], [x_nhwc], perm=[0, 2, 3, 1], name=f"{x_nhwc}_t"), op,
+    into = [make("Transpose", [x], [x_nhwc], perm=[0, 2, 3, 1], name=f"{x_nhwc}_t")]
+    if skip is not None:
+        into.append(make("Transpose", [skip], [skip_nhwc], perm=[0, 2, 3, 1],
+                         name=f"{skip_nhwc}_t"))  # fmt: skip
+    return [*into, op,
             make("Transpose", [y_nhwc], [out], perm=[0, 3, 1, 2], name=f"{y_nhwc}_t")], inits

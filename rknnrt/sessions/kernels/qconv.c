@@ -21,6 +21,12 @@
  * With an activation (1 HardSwish, 2 SiLU; an int8 y, m[c] = xs * ws[c]) the product goes
  * through it and QuantizeLinear's division by y_scale before that rounding (epilogue.h): a
  * float island's activation -> QuantizeLinear in the same pass.
+ * `ConvInt8Add_u8<y>` (y: u8, s8) takes a fifth input, a uint8 addend laid out as y, and the
+ * attributes skip_scale, skip_zero_point, clip_min, clip_max, y_scale: a residual's float
+ * program after a conv whose output is not stored, DequantizeLinear of the addend -> Add ->
+ * Relu or Clip -> QuantizeLinear, in onnxruntime's float32 steps:
+ *   y = saturate(nearbyintf(min(max(float(acc) * m[c] + float(skip - sz) * ss, clip_min),
+ *       clip_max) / y_scale) + yz), m[c] = xs * ws[c].
  * A scalar path runs everywhere; an AVX-512 VNNI path (VPDPBUSD, cpuid at run time) computes
  * the same integers 6 pixels x 64 channels at a time, an AVX-VNNI path (its 256-bit VEX form,
  * on CPUs that have it without AVX-512) 6 pixels x 16 channels. rknnrt_qconv_vnni() says which
@@ -57,6 +63,15 @@ static int32_t row_sum_scalar(const uint8_t *row, int64_t k) {
     return (int32_t)s;
 }
 
+/* a residual's float program after the conv's value f: Add, Clip (or Relu), QuantizeLinear's
+ * division */
+static inline float residual_scalar(const QcParams *p, float f, uint8_t skip) {
+    f = f + (float)((int32_t)skip - (int32_t)p->sz) * p->ss;
+    f = f > p->clo ? f : p->clo;
+    f = f < p->chi ? f : p->chi;
+    return f / p->act.ys;
+}
+
 /* acc -> y for channels [c0, c1) of pixel q (the scalar epilogue, and the reference) */
 static void emit_scalar(const QcJob *j, const uint32_t *dots, int64_t q, int64_t c0, int64_t c1,
                         int32_t colsum) {
@@ -74,6 +89,8 @@ static void emit_scalar(const QcJob *j, const uint32_t *dots, int64_t q, int64_t
         }
         if (p->act.kind)
             f = epilogue_scaled(&p->act, f);
+        if (p->residual)
+            f = residual_scalar(p, f, j->skip[at]);
         f = f < lo ? lo : (f > hi ? hi : f);
         const int32_t v = (int32_t)nearbyintf(f) + (int32_t)p->yz;
         if (p->y_type == T_INT8)
@@ -157,6 +174,9 @@ VNNI static void emit_vnni(const QcJob *j, const int32_t *out, int mr, int nr, i
     const __m512 lo = _mm512_set1_ps((p->y_type == T_INT8 ? -128.0f : 0.0f) - (float)p->yz);
     const __m512 hi = _mm512_set1_ps((p->y_type == T_INT8 ? 127.0f : 255.0f) - (float)p->yz);
     const __m512i yz = _mm512_set1_epi32((int32_t)p->yz);
+    const __m512i sz = _mm512_set1_epi32((int32_t)p->sz);
+    const __m512 ss = _mm512_set1_ps(p->ss), clo = _mm512_set1_ps(p->clo);
+    const __m512 chi = _mm512_set1_ps(p->chi), ys = _mm512_set1_ps(p->act.ys);
     for (int i = 0; i < mr; i++) {
         const __m512i cs = _mm512_set1_epi32(colsum[i]);
         for (int b = 0; b < nr; b++) {
@@ -176,6 +196,11 @@ VNNI static void emit_vnni(const QcJob *j, const int32_t *out, int mr, int nr, i
             }
             if (p->act.kind)
                 f = epilogue_scaled16(&p->act, f);
+            if (p->residual) { /* the scalar path's steps, lane by lane */
+                const __m512i b = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, j->skip + at));
+                f = _mm512_add_ps(f, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(b, sz)), ss));
+                f = _mm512_div_ps(_mm512_min_ps(_mm512_max_ps(f, clo), chi), ys);
+            }
             f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
             const __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(f), yz); /* nearest even */
             if (p->y_type == T_INT8)
@@ -271,8 +296,8 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     const QcKernel *kn = (const QcKernel *)kernel;
     const OrtApi *api = kn->api;
     const QcParams *p = &kn->p;
-    const OrtValue *in[4];
-    if (kernel_inputs(api, ctx, in, 4))
+    const OrtValue *in[5];
+    if (kernel_inputs(api, ctx, in, p->residual ? 5 : 4))
         return;
     int64_t xd[8], wd[4], qd[2], md[1];
     size_t xr = 0, wr = 0, qr = 0, mr = 0;
@@ -314,6 +339,16 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
     if (wd[1] != j.k4)
         return;
     j.direct = plain && j.c % 4 == 0;
+    if (p->residual) { /* the addend is laid out as y */
+        int64_t sd[8];
+        size_t sr = 0;
+        if (tensor_dims(api, in[4], sd, 8, &sr) || sr != xr || memcmp(sd, yd, sr * sizeof(int64_t)))
+            return;
+        void *skip = NULL;
+        if (FN(api, GetTensorMutableData)((OrtValue *)in[4], &skip) != NULL)
+            return;
+        j.skip = (const uint8_t *)skip;
+    }
     OrtValue *out = NULL;
     if (FN(api, KernelContext_GetOutput)(ctx, 0, yd, xr, &out) != NULL || out == NULL)
         return;
@@ -343,6 +378,7 @@ typedef struct QcOp {
     CustomOp base;
     const char *name;
     int y_type;
+    int residual; /* ConvInt8Add_*: a fifth input, the uint8 addend */
 } QcOp;
 
 static int64_t at_least_one(int64_t v) { return v < 1 ? 1 : v; }
@@ -372,17 +408,25 @@ static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKerne
     p->act.alpha = attr_float(api, info, "alpha", 1.0f / 6.0f);
     p->act.beta = attr_float(api, info, "beta", 0.5f);
     p->act.ys = attr_float(api, info, "y_scale", 1.0f);
+    p->residual = ((const QcOp *)op)->residual;
+    if (p->residual) {
+        p->act.kind = ACT_NONE;
+        p->sz = attr_int64(api, info, "skip_zero_point", 0);
+        p->ss = attr_float(api, info, "skip_scale", 1.0f);
+        p->clo = attr_float(api, info, "clip_min", -INFINITY);
+        p->chi = attr_float(api, info, "clip_max", INFINITY);
+    }
     return k;
 }
 
 static const char *op_name(const CustomOp *op) { return ((const QcOp *)op)->name; }
-static size_t op_inputs(const CustomOp *op) { (void)op; return 4; }
+static size_t op_inputs(const CustomOp *op) { return ((const QcOp *)op)->residual ? 5 : 4; }
 static size_t op_outputs(const CustomOp *op) { (void)op; return 1; }
 
 static int op_input_type(const CustomOp *op, size_t i) {
-    static const int types[4] = {T_UINT8, T_INT8, T_INT32, T_FLOAT};
+    static const int types[5] = {T_UINT8, T_INT8, T_INT32, T_FLOAT, T_UINT8};
     (void)op;
-    return types[i < 4 ? i : 0];
+    return types[i < 5 ? i : 0];
 }
 
 static int op_output_type(const CustomOp *op, size_t i) {
@@ -390,15 +434,17 @@ static int op_output_type(const CustomOp *op, size_t i) {
     return ((const QcOp *)op)->y_type;
 }
 
-#define QC_OP(NAME, YT)                                                                        \
+#define QC_OP(NAME, YT, RES)                                                                   \
     {{8, create_kernel, op_name, any_provider, op_input_type, op_inputs, op_output_type,       \
       op_outputs, compute, api_kernel_destroy, required, required, {0}},                       \
-     NAME, YT}
+     NAME, YT, RES}
 
-static QcOp ops[3] = {
-    QC_OP("ConvInt8_u8u8", T_UINT8),
-    QC_OP("ConvInt8_u8s8", T_INT8),
-    QC_OP("ConvInt8_u8f", T_FLOAT), /* a conv whose output is not stored: float(acc) * m */
+static QcOp ops[QCONV_OPS] = {
+    QC_OP("ConvInt8_u8u8", T_UINT8, 0),
+    QC_OP("ConvInt8_u8s8", T_INT8, 0),
+    QC_OP("ConvInt8_u8f", T_FLOAT, 0), /* a conv whose output is not stored: float(acc) * m */
+    QC_OP("ConvInt8Add_u8u8", T_UINT8, 1), /* a residual's conv, Add, Clip, QuantizeLinear */
+    QC_OP("ConvInt8Add_u8s8", T_INT8, 1),
 };
 
-const CustomOp *qconv_op(int i) { return i >= 0 && i < 3 ? &ops[i].base : NULL; }
+const CustomOp *qconv_op(int i) { return i >= 0 && i < QCONV_OPS ? &ops[i].base : NULL; }

@@ -5,9 +5,10 @@
 
 #include "ort_abi.h"
 
-#define QCONV_OPS 3
+#define QCONV_OPS 5
 
-/* op i of `rknnrt.kernels::ConvInt8_u8u8`, `_u8s8`, `_u8f` (NULL beyond QCONV_OPS) */
+/* op i of `rknnrt.kernels::ConvInt8_u8u8`, `_u8s8`, `_u8f`, `ConvInt8Add_u8u8`, `_u8s8` (NULL
+ * beyond QCONV_OPS) */
 const CustomOp *qconv_op(int i);
 
 /* the API table whose KernelContext_ParallelFor the ops use, or NULL (inline) */

@@ -65,6 +65,9 @@ AVX_VNNI static void emit_avx(const QcJob *j, const int32_t *out, int mr, int64_
     const __m256 lo = _mm256_set1_ps((p->y_type == T_INT8 ? -128.0f : 0.0f) - (float)p->yz);
     const __m256 hi = _mm256_set1_ps((p->y_type == T_INT8 ? 127.0f : 255.0f) - (float)p->yz);
     const __m256i yz = _mm256_set1_epi32((int32_t)p->yz);
+    const __m256i sz = _mm256_set1_epi32((int32_t)p->sz);
+    const __m256 ss = _mm256_set1_ps(p->ss), clo = _mm256_set1_ps(p->clo);
+    const __m256 chi = _mm256_set1_ps(p->chi), ys = _mm256_set1_ps(p->act.ys);
     for (int i = 0; i < mr; i++) {
         const __m256i cs = _mm256_set1_epi32(colsum[i]);
         for (int h = 0; h < 2; h++) {
@@ -88,6 +91,13 @@ AVX_VNNI static void emit_avx(const QcJob *j, const int32_t *out, int mr, int64_
             }
             if (p->act.kind)
                 f = epilogue_scaled8(&p->act, f);
+            if (p->residual) { /* qconv.c's residual_scalar, lane by lane */
+                uint8_t bytes[8] = {0};
+                memcpy(bytes, j->skip + at, (size_t)n);
+                const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)bytes));
+                f = _mm256_add_ps(f, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(b, sz)), ss));
+                f = _mm256_div_ps(_mm256_min_ps(_mm256_max_ps(f, clo), chi), ys);
+            }
             f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
             /* nearest even, then in the type's range already: the bytes are the low ones */
             _mm256_storeu_si256((__m256i *)rs, _mm256_add_epi32(_mm256_cvtps_epi32(f), yz));

@@ -15,6 +15,12 @@ typedef struct QcParams {
     int64_t kh, kw, oc, xz, yz, sh, sw, pt, pl, pb, pr, dh, dw;
     int y_type;
     Epilogue act; /* kind set: y = requantised act(float(acc) * m) / ys (epilogue.h) */
+    /* a residual (ConvInt8Add_*): y = requantised min(max(float(acc) * m + float(skip - sz)
+     * * ss, clo), chi) / act.ys, the Add, its Relu or Clip and QuantizeLinear of the float
+     * program in their order; act.kind is then ACT_NONE */
+    int residual;
+    int64_t sz;
+    float ss, clo, chi;
 } QcParams;
 
 typedef struct QcJob {
@@ -25,6 +31,7 @@ typedef struct QcJob {
     const int8_t *wp;
     const int32_t *zneg, *corr;
     const float *m;
+    const uint8_t *skip; /* a residual's other addend, laid out as y */
     void *y;
     int vnni; /* the path: 2 AVX-512 VNNI, 1 AVX-VNNI, 0 scalar */
     int any_z; /* some channel's zero point is not 0 (else the row sums are not needed) */
