@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 from rknnrt.core.program import dw_kernel, fp16_blocked_ops, fp16_layout, layout_cache, whole
 from rknnrt.sessions import kernels, nchwc
 
-from .models import Builder, pooled_like
+from .models import Builder, pooled_like, residual_like
 from .test_fp16_layout import _fp16_build, _infer, _inputs
 from .test_fp16_round import _bits, _in_place_runs
 
@@ -175,6 +175,20 @@ def _laid_out_ops(program: onnx.ModelProto) -> list[str]:
     return [n.op_type for n in onnx.load_model_from_string(laid_out.graph).graph.node]
 
 
+def test_a_residual_programs_add_and_relu_run_rounded_with_the_same_bytes(
+        block, tmp_path, monkeypatch) -> None:  # fmt: skip
+    monkeypatch.setenv("RKNNRT_LAYOUT_CACHE_MB", "0")
+    path, program = _fp16_build(residual_like(), tmp_path)
+    ops = _laid_out_ops(program)
+    assert ops.count(fp16_blocked_ops.ADD_RELU_OP) == 1 and "Add" not in ops
+    with_ops = _infer(path, _inputs(16))
+    monkeypatch.setenv("RKNNRT_FP16_BLOCKED_OPS", "0")
+    assert fp16_blocked_ops.ADD_RELU_OP not in _laid_out_ops(program)
+    without = _infer(path, _inputs(16))
+    monkeypatch.setenv("RKNNRT_FP16_BLOCKED", "0")
+    assert with_ops == without == _infer(path, _inputs(16))
+
+
 @pytest.mark.parametrize("model", [se_like(), pooled_like()], ids=["se", "pooled"])
 def test_programs_run_their_pools_and_gates_blocked_with_the_same_bytes(
         model, block, tmp_path, monkeypatch) -> None:  # fmt: skip
@@ -242,6 +256,56 @@ def test_the_rounded_add_gives_the_nodes_bits(library, level) -> None:
     assert nan.sum() > 100 and np.isnan(got[nan]).all()
     assert got[~nan].tobytes() == want[~nan].tobytes()
     assert np.isinf(got).sum() > 100
+
+
+@pytest.mark.parametrize("level", [1, 0], ids=["f16c", "scalar"])
+def test_the_rounded_relu_add_gives_the_nodes_bits(library, level) -> None:
+    """AddReluRoundFloat16 against Add -> Relu -> Cast pair on the same bit patterns, signed
+    zeros and NaNs among them."""
+    a = _bits()[: 2**18 + 5]
+    b = np.random.RandomState(2).permutation(a)
+    b[:64] = np.float32(-0.0)
+    a[:32] = np.float32(-0.0)  # -0 + -0: the one sum whose Relu keeps a -0
+    reference = _session(library, [
+        helper.make_node("Add", ["a", "b"], ["s"]),
+        helper.make_node("Relu", ["s"], ["r"]),
+        helper.make_node("Cast", ["r"], ["h"], to=TensorProto.FLOAT16),
+        helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT)],
+        [("a", None), ("b", None)], ["y"])  # fmt: skip
+    ours = _session(library, [helper.make_node(fp16_blocked_ops.ADD_RELU_OP, ["a", "b"], ["y"],
+                                               domain=kernels.DOMAIN)],
+                    [("a", None), ("b", None)], ["y"])  # fmt: skip
+    want = reference.run(None, {"a": a, "b": b})[0]
+    got = _run_at(library, level, ours, {"a": a, "b": b})
+    nan = np.isnan(want)
+    assert nan.sum() > 100 and np.isnan(got[nan]).all()
+    assert got[~nan].tobytes() == want[~nan].tobytes()
+    assert (want[~nan] == 0).sum() > 1000 and (want[~nan] < 0).sum() == 0
+    assert np.isinf(got).sum() > 100
+
+
+def test_residual_ends_take_the_rounded_relu_add() -> None:
+    """Add of blocked tensors -> Relu -> rounding pair is one AddReluRoundFloat16, also where an
+    input is the rounded Relu of an earlier block (blocked too); a Relu read twice is not."""
+    h = helper
+    nodes = [h.make_node("Conv", ["x", "w"], [f"c{i}"], domain=NCHWC) for i in range(3)]
+    for name, a, b, extra in (("first", "c0", "c1", False), ("next", "c2", "first_y", False),
+                              ("read", "c2", "c1", True)):
+        nodes += [h.make_node("Add", [a, b], [f"{name}_s"]),
+                  h.make_node("Relu", [f"{name}_s"], [f"{name}_r"]),
+                  h.make_node("Cast", [f"{name}_r"], [f"{name}_h"], to=TensorProto.FLOAT16),
+                  h.make_node("Cast", [f"{name}_h"], [f"{name}_y"], to=TensorProto.FLOAT)]
+        if extra:
+            nodes.append(h.make_node("Sigmoid", [f"{name}_r"], [f"{name}_g"]))
+    outs = ["next_y", "read_y", "read_g"]
+    model = h.make_model(h.make_graph(
+        nodes, "g", [h.make_tensor_value_info(n, 1, None) for n in ("x", "w")],
+        [h.make_tensor_value_info(o, 1, None) for o in outs]))  # fmt: skip
+    assert fp16_blocked_ops.rewrite(model) == 2
+    fused = [(list(n.input), list(n.output)) for n in model.graph.node
+             if n.op_type == fp16_blocked_ops.ADD_RELU_OP]  # fmt: skip
+    assert fused == [(["c0", "c1"], ["first_y"]), (["c2", "first_y"], ["next_y"])]
+    assert [n.op_type for n in model.graph.node].count("Relu") == 1
 
 
 def test_the_rounded_add_refuses_other_shapes(library) -> None:

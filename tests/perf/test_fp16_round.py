@@ -1,4 +1,4 @@
-"""core/program/fp16_round.py and sessions/kernels/f16round.c: a float16 rounding in one pass
+"""core/program/fp16_round.py and sessions/kernels/f16ops.c: a float16 rounding in one pass
 gives onnxruntime's Cast(float16) -> Cast(float32) values bit for bit (both kernel paths, every
 float16 value and its neighbours, the rounding midpoints, the range's ends), programs give the
 same outputs with and without it, and where it cannot run the Cast pairs stay."""

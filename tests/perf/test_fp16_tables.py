@@ -1,4 +1,4 @@
-"""core/program/fp16_tables.py and HalfTable (sessions/kernels/f16round.c): an element-wise chain
+"""core/program/fp16_tables.py and HalfTable (sessions/kernels/f16ops.c): an element-wise chain
 of a float16 program as one table pass. Each admitted op gives an element the same bits at any
 position of a tensor (the premise of the table), the op looks up round16(x)'s bits on all three
 paths, chains are found where they are functions of one float16 value and nowhere else, and

@@ -1,5 +1,5 @@
 """Float16 roundings in one pass: each Cast(float16) -> Cast(float32) pair of a program as
-one node of rknnrt's compiled kernels (sessions/kernels, f16round.c), exact.
+one node of rknnrt's compiled kernels (sessions/kernels, f16ops.c), exact.
 
 A float16 program rounds every tensor the NPU stores to float16 by casting it to float16 and
 back. onnxruntime runs that as two passes over the tensor and a float16 intermediate;

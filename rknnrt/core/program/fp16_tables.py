@@ -6,7 +6,7 @@ one QuickGelu (onnxruntime's fusion of Sigmoid and Mul) and its rounding, HardSw
 its rounding. The chain's input is a rounded tensor, a float16 value, so its output is a function
 of 65536 inputs: onnxruntime computes that function once, on every float16 value, with the
 chain's own nodes (its roundings included), and the program then runs
-`rknnrt.kernels::HalfTable` (sessions/kernels/f16round.c) in the chain's place: one pass that
+`rknnrt.kernels::HalfTable` (sessions/kernels/f16ops.c) in the chain's place: one pass that
 rounds the input (RoundFloat16's rounding: the identity on a rounded tensor) and looks its
 float16 bits up. Where the chain's input rounding has no other reader, that rounding is the
 table pass's too. The ops are those whose onnxruntime kernels give an element the same bits

@@ -1,7 +1,8 @@
 """rknnrt's compiled onnxruntime kernels: a custom-op library in C (domain `DOMAIN`), built with
 the C compiler on first use and cached like librknnrt.so. dwconv.c: the depthwise ops and
 the library's registration; dw_arith.c/.h: their arithmetic paths (dw_paths.h), dw_job.c: a
-convolution's job over them; f16round.c/.h: the float16 rounding op; affine.c/.h: the
+convolution's job over them; f16ops.c, f16round.c/.h: the float16 rounding ops and their
+arithmetic; affine.c/.h: the
 per-channel affine uint8 map; bytemap.c/.h: the byte-table requantisation; chanmul.c/.h: the
 per-channel requantised multiply; inputcast.c/.h: an input's float32 conversions with their NaN
 check, called directly (`direct_calls`), and the float32 quantising op; winmean.c/.h: a vendor
@@ -13,7 +14,7 @@ activation epilogue; ort_abi.h: the part of onnxruntime's C API used.
 
 The library holds int8 depthwise convolutions with per-channel weight zero points in NHWC
 (core/program/int8_depthwise.py emits them; dwconv.c says what they compute) and the one-pass
-float16 rounding of a Cast pair (core/program/fp16_round.py; f16round.c). It is built
+float16 rounding of a Cast pair (core/program/fp16_round.py; f16ops.c). It is built
 once per source, onnxruntime version and machine architecture, in `<cache>/kernels/<key>/`
 (the caller passes the cache folder: the runtime's is switches.cache_root(), never inside the
 source tree), written to a temporary file and renamed into place, so concurrent builders each
@@ -43,6 +44,7 @@ from ...toolchain import compiler
 DOMAIN = "rknnrt.kernels"
 _HERE = Path(__file__).parent
 SOURCES = (_HERE / "dwconv.c", _HERE / "dw_arith.c", _HERE / "dw_job.c", _HERE / "f16round.c",
+           _HERE / "f16ops.c",
            _HERE / "affine.c", _HERE / "qconv.c", _HERE / "qconv_rows.c", _HERE / "qconv_avx.c",
            _HERE / "epilogue.c",
            _HERE / "bytemap.c", _HERE / "chanmul.c", _HERE / "inputcast.c", _HERE / "winmean.c",

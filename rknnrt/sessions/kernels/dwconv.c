@@ -195,6 +195,8 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
     if (!st)
         st = FN(api, CustomOpDomain_Add)(domain, f16round_add_op(base));
     if (!st)
+        st = FN(api, CustomOpDomain_Add)(domain, f16round_add_relu_op(base));
+    if (!st)
         st = FN(api, CustomOpDomain_Add)(domain, f16table_op(base));
     if (!st)
         st = FN(api, CustomOpDomain_Add)(domain, affine_op());

@@ -1,4 +1,5 @@
-/* The float16 rounding op of rknnrt's kernel library (f16round.c), registered by dwconv.c. */
+/* The float16 rounding ops of rknnrt's kernel library (f16ops.c, on f16round.c's arithmetic),
+ * registered by dwconv.c. */
 
 #ifndef RKNNRT_F16ROUND_H
 #define RKNNRT_F16ROUND_H
@@ -19,8 +20,18 @@ const CustomOp *f16round_add_op(const OrtApiBase *base);
  * float32 values), declared as RoundFloat16 is, its output allowed to take x's buffer */
 const CustomOp *f16table_op(const OrtApiBase *base);
 
-/* y[i] = float32(float16(a[i] + b[i])); y may be a or b */
-void f16round_add_run(const float *a, const float *b, float *y, int64_t count, int level);
+/* the op `rknnrt.kernels::AddReluRoundFloat16` (round16(Relu(a + b))), declared as
+ * AddRoundFloat16 is */
+const CustomOp *f16round_add_relu_op(const OrtApiBase *base);
+
+/* y[i] = float32(float16(a[i] + b[i])), the sum one IEEE addition, with `relu` onnxruntime's
+ * Relu of it first (max(0, s), a -0 or NaN kept); y may be a or b */
+void f16round_add_run(const float *a, const float *b, float *y, int64_t count, int relu,
+                      int level);
+
+/* y[i] = table[float16 bits of round16(x[i])]; y may be x; `level`: 2 AVX-512, 1 AVX2 + F16C,
+ * 0 scalar */
+void f16table_run(const float *x, const float *table, float *y, int64_t count, int level);
 
 /* the API table whose KernelContext_ParallelFor spreads a rounding over the session's threads
  * (NULL: it runs on the calling thread) */
