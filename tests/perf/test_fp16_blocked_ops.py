@@ -236,19 +236,18 @@ def test_the_probe_finds_the_block_reorder_input_pads_to(block) -> None:
     assert y.reshape(-1)[20:].tolist() == [0.0] * (y.shape[1] - 20)
 
 
-@pytest.mark.parametrize("level", [1, 0], ids=["f16c", "scalar"])
-def test_the_rounded_add_gives_the_nodes_bits(library, level) -> None:
-    """Against Add -> Cast pair on float32 bit patterns (every float16 value's neighbourhood,
-    the range's ends) added to a shuffled copy; a tail shorter than a vector."""
-    a = _bits()[: 2**18 + 3]
-    b = np.random.RandomState(1).permutation(a)
+def _rounded_sum_against_nodes(library, level: int, op: str, relu: bool, a: np.ndarray,
+                               b: np.ndarray) -> np.ndarray:
+    """`op` on a, b against Add [-> Relu] -> Cast pair: the same bits but NaN payloads (NaNs
+    where the nodes give one), more than 100 NaNs and infinities among them. Returns the
+    nodes' values."""
+    between = [helper.make_node("Relu", ["s"], ["r"])] if relu else []
     reference = _session(library, [
-        helper.make_node("Add", ["a", "b"], ["s"]),
-        helper.make_node("Cast", ["s"], ["h"], to=TensorProto.FLOAT16),
+        helper.make_node("Add", ["a", "b"], ["s"]), *between,
+        helper.make_node("Cast", ["r" if relu else "s"], ["h"], to=TensorProto.FLOAT16),
         helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT)],
         [("a", None), ("b", None)], ["y"])  # fmt: skip
-    ours = _session(library, [helper.make_node(fp16_blocked_ops.ADD_OP, ["a", "b"], ["y"],
-                                               domain=kernels.DOMAIN)],
+    ours = _session(library, [helper.make_node(op, ["a", "b"], ["y"], domain=kernels.DOMAIN)],
                     [("a", None), ("b", None)], ["y"])  # fmt: skip
     want = reference.run(None, {"a": a, "b": b})[0]
     got = _run_at(library, level, ours, {"a": a, "b": b})
@@ -256,6 +255,16 @@ def test_the_rounded_add_gives_the_nodes_bits(library, level) -> None:
     assert nan.sum() > 100 and np.isnan(got[nan]).all()
     assert got[~nan].tobytes() == want[~nan].tobytes()
     assert np.isinf(got).sum() > 100
+    return want
+
+
+@pytest.mark.parametrize("level", [1, 0], ids=["f16c", "scalar"])
+def test_the_rounded_add_gives_the_nodes_bits(library, level) -> None:
+    """Against Add -> Cast pair on float32 bit patterns (every float16 value's neighbourhood,
+    the range's ends) added to a shuffled copy; a tail shorter than a vector."""
+    a = _bits()[: 2**18 + 3]
+    _rounded_sum_against_nodes(library, level, fp16_blocked_ops.ADD_OP, False, a,
+                               np.random.RandomState(1).permutation(a))  # fmt: skip
 
 
 @pytest.mark.parametrize("level", [1, 0], ids=["f16c", "scalar"])
@@ -266,46 +275,9 @@ def test_the_rounded_relu_add_gives_the_nodes_bits(library, level) -> None:
     b = np.random.RandomState(2).permutation(a)
     b[:64] = np.float32(-0.0)
     a[:32] = np.float32(-0.0)  # -0 + -0: the one sum whose Relu keeps a -0
-    reference = _session(library, [
-        helper.make_node("Add", ["a", "b"], ["s"]),
-        helper.make_node("Relu", ["s"], ["r"]),
-        helper.make_node("Cast", ["r"], ["h"], to=TensorProto.FLOAT16),
-        helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT)],
-        [("a", None), ("b", None)], ["y"])  # fmt: skip
-    ours = _session(library, [helper.make_node(fp16_blocked_ops.ADD_RELU_OP, ["a", "b"], ["y"],
-                                               domain=kernels.DOMAIN)],
-                    [("a", None), ("b", None)], ["y"])  # fmt: skip
-    want = reference.run(None, {"a": a, "b": b})[0]
-    got = _run_at(library, level, ours, {"a": a, "b": b})
-    nan = np.isnan(want)
-    assert nan.sum() > 100 and np.isnan(got[nan]).all()
-    assert got[~nan].tobytes() == want[~nan].tobytes()
-    assert (want[~nan] == 0).sum() > 1000 and (want[~nan] < 0).sum() == 0
-    assert np.isinf(got).sum() > 100
-
-
-def test_residual_ends_take_the_rounded_relu_add() -> None:
-    """Add of blocked tensors -> Relu -> rounding pair is one AddReluRoundFloat16, also where an
-    input is the rounded Relu of an earlier block (blocked too); a Relu read twice is not."""
-    h = helper
-    nodes = [h.make_node("Conv", ["x", "w"], [f"c{i}"], domain=NCHWC) for i in range(3)]
-    for name, a, b, extra in (("first", "c0", "c1", False), ("next", "c2", "first_y", False),
-                              ("read", "c2", "c1", True)):
-        nodes += [h.make_node("Add", [a, b], [f"{name}_s"]),
-                  h.make_node("Relu", [f"{name}_s"], [f"{name}_r"]),
-                  h.make_node("Cast", [f"{name}_r"], [f"{name}_h"], to=TensorProto.FLOAT16),
-                  h.make_node("Cast", [f"{name}_h"], [f"{name}_y"], to=TensorProto.FLOAT)]
-        if extra:
-            nodes.append(h.make_node("Sigmoid", [f"{name}_r"], [f"{name}_g"]))
-    outs = ["next_y", "read_y", "read_g"]
-    model = h.make_model(h.make_graph(
-        nodes, "g", [h.make_tensor_value_info(n, 1, None) for n in ("x", "w")],
-        [h.make_tensor_value_info(o, 1, None) for o in outs]))  # fmt: skip
-    assert fp16_blocked_ops.rewrite(model) == 2
-    fused = [(list(n.input), list(n.output)) for n in model.graph.node
-             if n.op_type == fp16_blocked_ops.ADD_RELU_OP]  # fmt: skip
-    assert fused == [(["c0", "c1"], ["first_y"]), (["c2", "first_y"], ["next_y"])]
-    assert [n.op_type for n in model.graph.node].count("Relu") == 1
+    want = _rounded_sum_against_nodes(library, level, fp16_blocked_ops.ADD_RELU_OP, True, a, b)
+    kept = want[~np.isnan(want)]
+    assert (kept == 0).sum() > 1000 and (kept < 0).sum() == 0
 
 
 def test_the_rounded_add_refuses_other_shapes(library) -> None:
