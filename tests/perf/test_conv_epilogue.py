@@ -47,7 +47,8 @@ def _fused(model: onnx.ModelProto, kind: int) -> list[str]:
 def test_fused_hardswish_gives_onnxruntimes_bytes(library, monkeypatch, levels) -> None:
     """Against the islands' float convs with onnxruntime's own HardSwish and QuantizeLinear
     (both kernels off), on the kernels' AVX-512 (VNNI), AVX2 (AVX-VNNI) and scalar paths."""
-    monkeypatch.setitem(qconv_kernel._vnni, str(library[0]), True)  # scalar where no VNNI
+    # (the scalar path where the CPU has no VNNI)
+    monkeypatch.setitem(qconv_kernel._facts, (str(library[0]), "rknnrt_qconv_vnni"), True)
     model = _model(CONFIGS)
     fused, plain = _rewritten(model, monkeypatch, True), _rewritten(model, monkeypatch, False)
     assert _fused(fused, conv_epilogue.HARDSWISH) == ["ConvInt8_u8u8"] * 3 + \
@@ -76,7 +77,7 @@ def test_a_mul_of_other_operands_is_not_fused(library, monkeypatch) -> None:
     model = _model([{"tail": "hardsigmoid_mul", "fusable": True}])
     mul = next(n for n in model.graph.node if n.op_type == "Mul")
     mul.input[1] = "xd"  # HardSigmoid(conv) * x: not a HardSwish of the conv
-    monkeypatch.setitem(qconv_kernel._vnni, str(library[0]), True)
+    monkeypatch.setitem(qconv_kernel._facts, (str(library[0]), "rknnrt_qconv_vnni"), True)
     assert int8_islands.islands_as_integers(model.graph, {}) == 1
     assert _fused(model, conv_epilogue.HARDSWISH) == []
 
@@ -111,7 +112,7 @@ def test_a_difference_turns_the_probe_off(library, monkeypatch) -> None:
                         lambda *a, **k: OneUlpOff(create(*a, **k)))  # fmt: skip
     monkeypatch.setattr(conv_epilogue, "_verdicts", {})
     assert not conv_epilogue.exact(conv_epilogue.SILU)
-    monkeypatch.setitem(qconv_kernel._vnni, kernels_path, True)
+    monkeypatch.setitem(qconv_kernel._facts, (kernels_path, "rknnrt_qconv_vnni"), True)
     model = _model([{"tail": "silu", "fusable": True}])
     assert int8_islands.islands_as_integers(model.graph, {}) == 1
     assert _fused(model, conv_epilogue.SILU) == []

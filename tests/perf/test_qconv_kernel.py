@@ -5,6 +5,8 @@ only where the CPU has VNNI and the switch is on."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 import pytest
@@ -164,7 +166,7 @@ def kernel_on(library, monkeypatch):
     """The dense kernel taken wherever it applies (its scalar path where the CPU has no VNNI,
     so that the rewrite is tested on every machine)."""
     monkeypatch.setenv(switches.INT8_CONV_KERNEL.name, "1")
-    monkeypatch.setitem(qconv_kernel._vnni, str(library[0]), True)
+    monkeypatch.setitem(qconv_kernel._facts, (str(library[0]), "rknnrt_qconv_vnni"), True)
 
 
 def _two_ways(model: onnx.ModelProto, monkeypatch) -> tuple[onnx.ModelProto, onnx.ModelProto]:
@@ -225,23 +227,42 @@ def test_stems_go_on_the_kernel_only_where_their_output_is_stored_in_int8(kernel
     _same_outputs(on, off, 20)
 
 
-def test_shallow_fused_convs_go_on_the_kernel_with_qlinearconvs_bytes(kernel_on,
-                                                                      monkeypatch) -> None:
-    """Conv -> QuantizeLinear (onnxruntime's QLinearConv) of 16 products per sum runs on the
-    kernel, requantised as QLinearConv does; one of 144 (beyond SHALLOW) stays fused."""
+@pytest.mark.parametrize("amx", [True, False], ids=["amx", "no-amx"])
+def test_fused_convs_go_on_the_kernel_with_qlinearconvs_bytes(kernel_on, library, monkeypatch,
+                                                              amx) -> None:
+    """Conv -> QuantizeLinear (onnxruntime's QLinearConv) runs on the kernel, requantised as
+    QLinearConv does: every depth where onnxruntime's int8 GEMMs have no AMX, only up to
+    SHALLOW products per sum where they have (the 144-deep one then stays fused)."""
+    monkeypatch.setitem(qconv_kernel._facts, (str(library[0]), "rknnrt_cpu_amx_int8"), amx)
     configs = [{"tail": "quantize", "k": 1, "cout": 24}, {"tail": "quantize", "k": 1, "s": 2},
                {"tail": "quantize", "k": 3}]  # fmt: skip
-    assert 16 <= int8_islands.SHALLOW < 16 * 9
+    assert 16 <= qconv_kernel.SHALLOW < 16 * 9
     model = _model(configs)
     on, off = onnx.ModelProto(), onnx.ModelProto()
     on.CopyFrom(model)
     off.CopyFrom(model)
-    assert int8_islands.islands_as_integers(on.graph, {}) == 2
+    taken = 2 if amx else 3
+    assert int8_islands.islands_as_integers(on.graph, {}) == taken
     from rknnrt.core.program import dw_kernel
 
     dw_kernel.import_domain(on)
-    assert _dense_ops(on) == 2 and sum(n.op_type == "Conv" for n in on.graph.node) == 1
+    assert _dense_ops(on) == taken and sum(n.op_type == "Conv" for n in on.graph.node) == 3 - taken
     _same_outputs(on, off, 50)  # off: QLinearConvs
+
+
+def test_fused_depth_follows_the_kernel_and_amx(library, monkeypatch) -> None:
+    """0 without the kernel, SHALLOW with onnxruntime's AMX int8 GEMMs, unbounded without."""
+    path = str(library[0])
+    monkeypatch.setitem(qconv_kernel._facts, (path, "rknnrt_qconv_vnni"), True)
+    monkeypatch.setitem(qconv_kernel._facts, (path, "rknnrt_cpu_amx_int8"), True)
+    assert qconv_kernel.fused_depth() == qconv_kernel.SHALLOW
+    monkeypatch.setitem(qconv_kernel._facts, (path, "rknnrt_cpu_amx_int8"), False)
+    assert qconv_kernel.fused_depth() == math.inf
+    monkeypatch.setitem(qconv_kernel._facts, (path, "rknnrt_qconv_vnni"), False)
+    assert qconv_kernel.fused_depth() == 0
+    flags = open("/proc/cpuinfo").read().split() if _linux() else []
+    has_amx = "amx_int8" in flags and "amx_tile" in flags  # Linux lists them when it enables them
+    assert library[1].rknnrt_cpu_amx_int8() == (1 if has_amx else 0)
 
 
 # residuals: the conv's output + its input (16 channels), then a Relu, a Clip or nothing
@@ -358,12 +379,12 @@ def test_a_matmul_of_unknown_rank_stays_off_the_kernel(kernel_on) -> None:
 
 
 def test_off_without_vnni_or_with_the_switch(library, monkeypatch) -> None:
-    monkeypatch.setitem(qconv_kernel._vnni, str(library[0]), False)
+    monkeypatch.setitem(qconv_kernel._facts, (str(library[0]), "rknnrt_qconv_vnni"), False)
     assert not qconv_kernel.available()
     model = _model(CONFIGS)
     int8_islands.islands_as_integers(model.graph, {})
     assert _dense_ops(model) == 0
-    monkeypatch.setitem(qconv_kernel._vnni, str(library[0]), True)
+    monkeypatch.setitem(qconv_kernel._facts, (str(library[0]), "rknnrt_qconv_vnni"), True)
     assert qconv_kernel.available()
     monkeypatch.setenv(switches.INT8_CONV_KERNEL.name, "0")
     assert not qconv_kernel.available()

@@ -27,9 +27,10 @@ the program's bias is on the grid xs * ws[c] (the converter's rule, toolkit/quan
 Where rknnrt's compiled kernels are there, a depthwise conv runs on dw_kernel.py's, and on a
 CPU with AVX-512 VNNI a dense conv, Gemm or MatMul of uint8 on qconv_kernel.py's: the same
 integers and float32 products, fewer passes; a HardSwish or SiLU and the QuantizeLinear after
-it in the kernel's pass too (conv_epilogue.py). That kernel also takes the shallow dense convs
-onnxruntime would fuse into QLinearConv (at most SHALLOW products per sum, where it measured
-faster), requantised as QLinearConv does (tests/perf/test_qconv_kernel.py).
+it in the kernel's pass too (conv_epilogue.py). That kernel also takes the dense convs
+onnxruntime would fuse into QLinearConv (all of them, or only the shallow ones where
+onnxruntime's int8 GEMMs run on AMX: qconv_kernel.fused_depth says where it measured faster),
+requantised as QLinearConv does (tests/perf/test_qconv_kernel.py).
 """
 
 from __future__ import annotations
@@ -53,11 +54,6 @@ from .int8_depthwise import (
 )
 
 _FLOAT, _INT32 = 1, 6  # onnx.TensorProto.FLOAT, INT32
-# The most products per sum at which a conv onnxruntime fuses into QLinearConv runs faster on
-# qconv_kernel's VNNI path (1x1 convs of 16 to 160 input channels at 14x14 to 56x56, AMX-int8
-# Xeon: 0.61-0.89x QLinearConv's time up to 96 channels, 0.72-1.02x at 96, 1.01-1.14x at
-# 160; the deeper projections 1.2-1.75x). MobileNets' expansions fall below it.
-SHALLOW = 128
 
 
 def rewrite(graph: bytes, weights: Mapping[str, np.ndarray],
@@ -125,10 +121,11 @@ def _stored_after(g: _Lookup, node, x_type: int) -> tuple[object, list] | None:
     return found
 
 
-def _candidate(g: _Lookup, node, shallow_on_kernel: bool = False) -> dict | None:
-    """The parts of an int8 Conv/Gemm/MatMul onnxruntime would run in float, or None; with
-    `shallow_on_kernel` also those of a dense uint8 conv it would fuse into QLinearConv whose
-    sums have at most `SHALLOW` products (marked "fused": only qconv_kernel takes them)."""
+def _candidate(g: _Lookup, node, fused_depth: float = 0) -> dict | None:
+    """The parts of an int8 Conv/Gemm/MatMul onnxruntime would run in float, or None; also
+    those of a dense uint8 conv it would fuse into QLinearConv whose sums have at most
+    `fused_depth` products (qconv_kernel.fused_depth; marked "fused": only that kernel takes
+    them)."""
     if node.op_type not in ("Conv", "Gemm", "MatMul") or node.domain or len(node.input) < 2 \
             or len(node.output) != 1:  # fmt: skip
         return None
@@ -146,9 +143,9 @@ def _candidate(g: _Lookup, node, shallow_on_kernel: bool = False) -> dict | None
     channels = centred.shape[0]
     stored, fused = _stored_after(g, node, x_type), False
     if stored is None and _quantize_after(g, node) is not None:
-        if not (shallow_on_kernel and node.op_type == "Conv" and x_type == _UINT8
+        if not (node.op_type == "Conv" and x_type == _UINT8
                 and int(_attr(node, "group", 1)) == 1 and centred.ndim == 4
-                and centred[0].size <= SHALLOW):  # fmt: skip
+                and centred[0].size <= fused_depth):  # fmt: skip
             return None  # onnxruntime fuses it into an integer kernel already
         stored, fused = _quantize_after(g, node), True
     m = (np.float32(xs) * ws).astype(np.float32)
@@ -223,8 +220,9 @@ def islands_as_integers(graph, weights: Mapping[str, np.ndarray], limit: float =
     shapes: list = []
     compiled = (dw_kernel.available(), qconv_kernel.available())
     residuals = compiled[1] and switches.int8_residual_kernel()
+    depth = qconv_kernel.fused_depth()
     for node in graph.node:
-        found = _candidate(g, node, compiled[1])
+        found = _candidate(g, node, depth)
         if found is None:
             continue
         tail = None if found["stored"] else conv_epilogue.tail_after(g, node)

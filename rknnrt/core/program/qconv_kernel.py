@@ -33,6 +33,7 @@ and every |acc| below 2^31. `available()`: RKNNRT_INT8_CONV_KERNEL, the library 
 from __future__ import annotations
 
 import ctypes
+import math
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,10 @@ from . import dw_kernel
 _UINT8, _INT8, _FLOAT = 2, 3, 1  # onnx.TensorProto.UINT8, INT8, FLOAT
 _SHORT = {_UINT8: "u8", _INT8: "s8", _FLOAT: "f"}
 _INT32_LIMIT = 2**31
-_vnni: dict[str, bool] = {}  # library path -> whether a VNNI path of it runs on this CPU
+# The most products per sum of a conv onnxruntime fuses into QLinearConv the kernel takes where
+# onnxruntime's int8 GEMMs run on AMX (`fused_depth`): MobileNets' expansions fall below it.
+SHALLOW = 128
+_facts: dict[tuple[str, str], bool] = {}  # (library path, function) -> its answer on this CPU
 
 
 def available() -> bool:
@@ -54,13 +58,32 @@ def available() -> bool:
     kernels)."""
     if not switches.int8_conv_kernel() or not dw_kernel.library_ready():
         return False
+    return _cpu_fact("rknnrt_qconv_vnni")
+
+
+def fused_depth() -> float:
+    """The most products per sum of a dense uint8 conv onnxruntime would fuse into QLinearConv
+    that the kernel takes instead: 0 where the kernel is not `available`; SHALLOW where
+    onnxruntime's int8 GEMMs run on AMX (a 2-core AMX Xeon, one thread, 1x1 convs: the
+    kernel took 0.61-0.89x QLinearConv's time up to 96 input channels, 1.01-1.14x at 160,
+    1.2-1.75x for the deep projections); every depth elsewhere (a 2-core Zen 5 with AVX-512
+    VNNI and no AMX, two threads, all fused convs on the kernel instead of the shallow ones,
+    int8 / onnxruntime float32 in one alternating run: MobileNetV3-small 1.055 -> 0.948,
+    EfficientNet-B0 0.81 -> 0.77, ResNet-18 0.42 -> 0.35, SqueezeNet 0.61 -> 0.52)."""
+    if not available():
+        return 0
+    return SHALLOW if _cpu_fact("rknnrt_cpu_amx_int8") else math.inf
+
+
+def _cpu_fact(function: str) -> bool:
+    """A yes/no CPU fact of the loaded library (its cpu_facts.c or qconv.c), asked once."""
     path = kernels.loaded()
     if path is None:
         return False
-    key = str(path)
-    if key not in _vnni:
-        _vnni[key] = bool(ctypes.CDLL(key).rknnrt_qconv_vnni())
-    return _vnni[key]
+    key = (str(path), function)
+    if key not in _facts:
+        _facts[key] = bool(getattr(ctypes.CDLL(key[0]), function)())
+    return _facts[key]
 
 
 def pack(centred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,8 @@ AveragePool's window mean in its own order; blocked.c/.h: a float16 program's gl
 gate multiply in onnxruntime's blocked layout (core/program/fp16_blocked_ops.py); qconv.c/.h:
 the dense int8 convs (VNNI), qconv_rows.c/qconv_job.h: their window rows, qconv_avx.c: their
 AVX-VNNI path; epilogue.h/.c: the convs'
-activation epilogue; ort_abi.h: the part of onnxruntime's C API used.
+activation epilogue; cpu.h: the CPU features the paths need, cpu_facts.c: those the Python
+side asks for; ort_abi.h: the part of onnxruntime's C API used.
 
 The library holds int8 depthwise convolutions with per-channel weight zero points in NHWC
 (core/program/int8_depthwise.py emits them; dwconv.c says what they compute) and the one-pass
@@ -46,7 +47,7 @@ _HERE = Path(__file__).parent
 SOURCES = (_HERE / "dwconv.c", _HERE / "dw_arith.c", _HERE / "dw_job.c", _HERE / "f16round.c",
            _HERE / "f16ops.c",
            _HERE / "affine.c", _HERE / "qconv.c", _HERE / "qconv_rows.c", _HERE / "qconv_avx.c",
-           _HERE / "epilogue.c",
+           _HERE / "epilogue.c", _HERE / "cpu_facts.c",
            _HERE / "bytemap.c", _HERE / "chanmul.c", _HERE / "inputcast.c", _HERE / "winmean.c",
            _HERE / "blocked.c")
 HEADERS = (_HERE / "dw_arith.h", _HERE / "dw_paths.h", _HERE / "f16round.h", _HERE / "affine.h",

@@ -29,6 +29,24 @@ CPU_FEATURE(cpu_avx_vnni, __builtin_cpu_supports("avx2") && __builtin_cpu_suppor
 CPU_FEATURE(cpu_avx512_vnni,
             __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+
+#include <cpuid.h>
+
+/* AMX tiles with int8 (cpuid 7.0 EDX bits 24, 25) that the OS enables (XCR0 bits 17, 18,
+ * read only where OSXSAVE says XGETBV may run): where onnxruntime's int8 GEMMs use AMX */
+static inline int cpu_amx_int8(void) {
+    static int known = -1;
+    if (known < 0) {
+        unsigned a, b, c, d, lo = 0, hi = 0;
+        known = 0;
+        if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 1u) && (d >> 25 & 1u) &&
+            __get_cpuid(1, &a, &b, &c, &d) && (c >> 27 & 1u)) {
+            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            known = (lo & 0x60000u) == 0x60000u;
+        }
+    }
+    return known;
+}
 #endif
 
 #endif
