@@ -108,7 +108,10 @@ def dequantize(q, scale, zp=0, *, precision: type = np.float32,
     subtraction cast into it first, then multiplied there)."""
     z, s = np.asarray(zp, precision), np.asarray(scale, precision)
     if out is None:
-        return (np.asarray(q, precision) - z) * s
+        steps = np.subtract(q, z, dtype=precision)  # q converted to `precision` first
+        if s.ndim == 0 and isinstance(steps, np.ndarray):  # scaled where it lies
+            return np.multiply(steps, s, out=steps)
+        return steps * s
     np.subtract(q, z, out=out, casting="unsafe")
     np.multiply(out, s, out=out)
     return out

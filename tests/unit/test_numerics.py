@@ -101,6 +101,16 @@ def test_dequantize_subtracts_the_zero_point_then_scales_in_float32():
     assert wide.dtype == np.float64 and wide.tolist() == [-125 * 0.1, 3 * 0.1, 130 * 0.1]
 
 
+def test_dequantize_broadcasts_per_channel_parameters_and_takes_scalars():
+    q = np.array([[-128, 0], [5, 127]], np.int8)
+    got = nm.dequantize(q, np.array([[0.5], [0.25]], np.float32), np.array([[1], [-1]]))
+    assert got.dtype == np.float32 and got.tolist() == [[-64.5, -0.5], [1.5, 32.0]]
+    wide = nm.dequantize(q[:1], np.array([0.5, 2.0, 4.0]).reshape(3, 1, 1), 0)  # grows
+    assert wide.shape == (3, 1, 2) and wide[:, 0, 0].tolist() == [-64.0, -256.0, -512.0]
+    assert nm.dequantize(np.int8(7), 0.5, 1) == np.float32(3.0)  # a scalar in, a scalar out
+    assert nm.dequantize(7, 0.5, 1).dtype == np.float32
+
+
 def test_dequantize_into_an_output_array():
     q = np.array([1, 2, 3], np.uint8)
     out = np.empty(3, np.float32)
