@@ -34,6 +34,7 @@ from . import (
     int8_depthwise,
     int8_islands,
     layout_cache,
+    nhwc_pools,
     selection_convs,
     softmax_quantize,
     window_means,
@@ -68,7 +69,8 @@ def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes
     table pass (exact), quantised activations as one table pass (exact), per-channel int8
     multiplies in one kernel pass (exact), a Softmax's QuantizeLinear kept from onnxruntime's
     approximate QLinearSoftmax fusion (the nodes' bytes), a vendor AveragePool's window sums
-    in one kernel pass (exact). Each NPU
+    in one kernel pass (exact), an int8 global pool between the NHWC kernels channels-last
+    (the same bytes). Each NPU
     segment of a segmented program runs it too, and tools/vendor_diff for its per-layer
     values."""
     graph, unused = fast_graph.rewrite(graph), set()
@@ -81,7 +83,8 @@ def execution_graph(graph: bytes, weights: dict[str, np.ndarray]) -> tuple[bytes
                        (switches.int8_byte_map_kernel(), byte_tables),
                        (switches.int8_channel_mul_kernel(), channel_muls),
                        (switches.int8_exact_softmax(), softmax_quantize),
-                       (switches.window_mean_kernel(), window_means)):
+                       (switches.window_mean_kernel(), window_means),
+                       (switches.int8_islands(), nhwc_pools)):
         if on:
             graph, dropped = module.rewrite(graph, weights)
             unused |= dropped
