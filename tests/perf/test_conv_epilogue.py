@@ -1,7 +1,8 @@
 """The int8 conv kernels' epilogue (sessions/kernels/epilogue.h, core/program/conv_epilogue.py):
-a float island's HardSwish (one op, or HardSigmoid then Mul) or SiLU (Sigmoid then Mul) and
-the QuantizeLinear after it, computed in the kernel's pass, give onnxruntime's bytes on every
-path of both kernels, dense and depthwise; the probe keeps an activation that differs out."""
+a float island's HardSwish (one op, or HardSigmoid then Mul), SiLU (Sigmoid then Mul) or
+Sigmoid (a gate) and the QuantizeLinear after it, computed in the kernel's pass, give
+onnxruntime's bytes on every path of both kernels, dense and depthwise; the probe keeps an
+activation that differs out."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ CONFIGS = [
     {"tail": "silu", "fusable": True, "ys": 0.02},
     {"tail": "silu", "fusable": True, "group": "dw", "k": 3, "ys": 0.03},
     {"tail": "silu", "fusable": True, "k": 1, "cout": 40, "ys": 0.01},
+    {"tail": "sigmoid", "fusable": True, "k": 1, "cout": 24, "ys": 0.004},  # a gate
+    {"tail": "sigmoid", "fusable": True, "group": "dw", "ys": 0.0041},
     {"tail": "hardswish", "ys": 0.02},  # the conv's value is a graph output too: not fused
 ]
 
@@ -44,8 +47,8 @@ def _fused(model: onnx.ModelProto, kind: int) -> list[str]:
 
 
 @pytest.mark.parametrize("levels", [(2, 2), (1, 1), (0, 0)], ids=["widest", "avx2", "scalar"])
-def test_fused_hardswish_gives_onnxruntimes_bytes(library, monkeypatch, levels) -> None:
-    """Against the islands' float convs with onnxruntime's own HardSwish and QuantizeLinear
+def test_fused_activations_give_onnxruntimes_bytes(library, monkeypatch, levels) -> None:
+    """Against the islands' float convs with onnxruntime's own activations and QuantizeLinear
     (both kernels off), on the kernels' AVX-512 (VNNI), AVX2 (AVX-VNNI) and scalar paths."""
     # (the scalar path where the CPU has no VNNI)
     monkeypatch.setitem(qconv_kernel._facts, (str(library[0]), "rknnrt_qconv_vnni"), True)
@@ -58,6 +61,12 @@ def test_fused_hardswish_gives_onnxruntimes_bytes(library, monkeypatch, levels) 
     silu = ["ConvInt8_u8u8", "ConvInt8_u8u8", "DepthwiseConvInt8_u8u8"]
     assert _fused(fused, conv_epilogue.SILU) == (silu if conv_epilogue.exact(
         conv_epilogue.SILU) else [])  # fmt: skip
+    gates = ["ConvInt8_u8u8", "DepthwiseConvInt8_u8u8"]
+    assert _fused(fused, conv_epilogue.SIGMOID) == (gates if conv_epilogue.exact(
+        conv_epilogue.SIGMOID) else [])  # fmt: skip
+    gates_left = any(n.op_type == "Sigmoid" and n.output[0] in ("g9", "g10")
+                     for n in fused.graph.node)  # fmt: skip
+    assert gates_left != conv_epilogue.exact(conv_epilogue.SIGMOID)
     library[1].rknnrt_qconv_max_level(levels[0])
     library[1].rknnrt_dw_max_level(levels[1])
     try:
@@ -91,6 +100,7 @@ def test_the_probes_hold_on_an_fma_cpu(library) -> None:
                     "(test_a_difference_turns_the_probe_off covers the verdict's other side)")
     assert conv_epilogue.exact(conv_epilogue.SILU)
     assert conv_epilogue.exact(conv_epilogue.HARDSWISH, float(np.float32(1 / 6)), 0.5)
+    assert conv_epilogue.exact(conv_epilogue.SIGMOID, 0.0, 0.0)
 
 
 def test_a_difference_turns_the_probe_off(library, monkeypatch) -> None:

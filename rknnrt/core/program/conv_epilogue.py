@@ -1,7 +1,8 @@
 """The activation and QuantizeLinear an int8 conv kernel may compute in its own pass (for
 int8_islands.py): a float island whose output reaches an int8 QuantizeLinear only through a
-HardSwish (one op, or HardSigmoid then Mul by the conv's value: MobileNetV3, PP-OCR) or a
-SiLU (Sigmoid then Mul by the conv's value: EfficientNet, every YOLO); or, for the dense
+HardSwish (one op, or HardSigmoid then Mul by the conv's value: MobileNetV3, PP-OCR), a
+SiLU (Sigmoid then Mul by the conv's value: EfficientNet, every YOLO) or a Sigmoid alone (a
+squeeze-and-excitation gate: EfficientNet); or, for the dense
 kernel, a residual: the island's output added to a dequantised uint8 tensor of its shape, then
 a Relu or Clip or nothing, then the QuantizeLinear (ResNet's, RegNet's, the MobileNets'
 blocks). Those are IEEE steps (a product of integers' float32 values, a sum, a max and min, a
@@ -9,8 +10,9 @@ division), so the kernel's bytes are onnxruntime's without a probe.
 
 The kernels compute onnxruntime's own float32 steps in its order (sessions/kernels/
 epilogue.h), so the bytes are its own. For SiLU that is the rational function of its logistic
-kernel evaluated with fused multiply-adds, which is a fact of this onnxruntime on this CPU,
-not of the operator: `exact(kind)` probes it once per process (onnxruntime's two ops, as a
+kernel evaluated with fused multiply-adds (and, for Sigmoid alone, that op's bounds), which is
+a fact of this onnxruntime on this CPU, not of the operator: `exact(kind)` probes it once per
+process (onnxruntime's ops, as a
 program session runs them, against the library's `rknnrt_activation_run` on every path the
 kernels may take, over 200k values dense near the logistic's clamp at +-18 and its
 ceiling) and an activation that differs anywhere is left to onnxruntime.
@@ -27,7 +29,7 @@ from ...sessions import factory, kernels, policies
 from ..lazy_imports import onnx
 from .int8_depthwise import _RANGES, _attr, _dq, _Lookup, _scalar
 
-HARDSWISH, SILU = 1, 2  # epilogue.h's ACT_HARDSWISH, ACT_SILU
+HARDSWISH, SILU, SIGMOID = 1, 2, 3  # epilogue.h's ACT_HARDSWISH, ACT_SILU, ACT_SIGMOID
 _UINT8 = 2  # onnx.TensorProto.UINT8
 _lock = threading.Lock()
 _verdicts: dict[tuple, bool] = {}  # (library, kind, alpha, beta) -> the probe's verdict
@@ -35,14 +37,16 @@ _verdicts: dict[tuple, bool] = {}  # (library, kind, alpha, beta) -> the probe's
 
 def tail_after(g: _Lookup, node) -> tuple | None:
     """(the QuantizeLinear, the activation's nodes, {attributes of the kernel's epilogue},
-    None) when `node`'s float output reaches an int8 QuantizeLinear only through a HardSwish
-    or a SiLU that the kernels compute as onnxruntime does here; None otherwise."""
+    None) when `node`'s float output reaches an int8 QuantizeLinear only through a HardSwish,
+    a SiLU or a Sigmoid that the kernels compute as onnxruntime does here; None otherwise."""
     out, readers = node.output[0], g.readers.get(node.output[0], [])
     if out in g.outputs or any(r.domain for r in readers):
         return None
     kinds = sorted(r.op_type for r in readers)
     if kinds == ["HardSwish"]:
         ops, kind, alpha, beta = readers, HARDSWISH, 1.0 / 6.0, 0.5
+    elif kinds == ["Sigmoid"]:  # a gate: the logistic of the conv's value alone
+        ops, kind, alpha, beta = readers, SIGMOID, 0.0, 0.0
     elif kinds in (["HardSigmoid", "Mul"], ["Mul", "Sigmoid"]):
         gate = next(r for r in readers if r.op_type != "Mul")
         mul = next(r for r in readers if r.op_type == "Mul")
@@ -191,6 +195,8 @@ def _probe(library: str, kind: int, alpha: float, beta: float) -> bool:
     make = onnx.helper.make_node
     if kind == SILU:
         ops = [make("Sigmoid", ["x"], ["g"]), make("Mul", ["x", "g"], ["y"])]
+    elif kind == SIGMOID:
+        ops = [make("Sigmoid", ["x"], ["y"])]
     else:
         ops = [make("HardSigmoid", ["x"], ["g"], alpha=alpha, beta=beta),
                make("Mul", ["x", "g"], ["y"])]  # fmt: skip

@@ -7,6 +7,8 @@
  *     multiply-adds, then clamped to [0, 1] (its Sigmoid op alone returns 1.0000001 for some
  *     inputs near 18; QuickGelu's logistic does not); where an onnxruntime computes otherwise,
  *     core/program/conv_epilogue.py's probe keeps SiLU out;
+ *   Sigmoid alone (a squeeze-and-excitation gate): that rational function bounded below by 0
+ *     only, as onnxruntime's Sigmoid op computes it (probed the same way);
  * then QuantizeLinear's division by the scale: act(v) / ys, which the caller clamps, rounds
  * half to even and offsets by the zero point. Never contracted beyond the FMAs written here
  * (-ffp-contract=off). rknnrt_activation_run computes act(v) alone, for that probe. */
@@ -17,7 +19,7 @@
 #include <math.h>
 #include <stdint.h>
 
-enum { ACT_NONE = 0, ACT_HARDSWISH = 1, ACT_SILU = 2 };
+enum { ACT_NONE = 0, ACT_HARDSWISH = 1, ACT_SILU = 2, ACT_SIGMOID = 3 };
 
 typedef struct Epilogue {
     int kind;
@@ -33,10 +35,13 @@ typedef struct Epilogue {
 
 /* an `activation` attribute's kind: one known here, else none (the rewrite writes only these) */
 static inline int epilogue_kind(int64_t attribute) {
-    return attribute == ACT_HARDSWISH || attribute == ACT_SILU ? (int)attribute : ACT_NONE;
+    return attribute == ACT_HARDSWISH || attribute == ACT_SILU || attribute == ACT_SIGMOID
+               ? (int)attribute
+               : ACT_NONE;
 }
 
-static inline float logistic_scalar(float v) {
+/* `ceiling`: QuickGelu's bound of the result by 1 (SiLU); Sigmoid's op bounds it by 0 alone */
+static inline float logistic_scalar(float v, int ceiling) {
     static const float P[5] = LOGISTIC_P, Q[6] = LOGISTIC_Q;
     v = v > -LOGISTIC_RANGE ? v : -LOGISTIC_RANGE;
     v = v < LOGISTIC_RANGE ? v : LOGISTIC_RANGE;
@@ -47,13 +52,16 @@ static inline float logistic_scalar(float v) {
     for (int i = 2; i < 6; i++)
         q = fmaf(q, v2, Q[i]);
     float r = (p * v) / q + 0.5f;
-    r = r < 1.0f ? r : 1.0f;
+    if (ceiling)
+        r = r < 1.0f ? r : 1.0f;
     return r > 0.0f ? r : 0.0f;
 }
 
 static inline float activation_scalar(const Epilogue *e, float v) {
     if (e->kind == ACT_SILU)
-        return v * logistic_scalar(v);
+        return v * logistic_scalar(v, 1);
+    if (e->kind == ACT_SIGMOID)
+        return logistic_scalar(v, 0);
     float h = e->alpha * v + e->beta;
     h = h < 1.0f ? h : 1.0f;
     h = h > 0.0f ? h : 0.0f;
@@ -70,7 +78,7 @@ static inline float epilogue_scaled(const Epilogue *e, float v) {
 #define EPILOGUE_VECTOR(NAME, TARGET, V, SET1, ADD, MUL, DIV, MIN, MAX, FMA, ZERO)              \
     __attribute__((target(TARGET))) static inline V NAME(const Epilogue *e, V v) {             \
         V a;                                                                                   \
-        if (e->kind == ACT_SILU) {                                                             \
+        if (e->kind == ACT_SILU || e->kind == ACT_SIGMOID) {                                   \
             static const float P[5] = LOGISTIC_P, Q[6] = LOGISTIC_Q;                           \
             V c = MIN(MAX(v, SET1(-LOGISTIC_RANGE)), SET1(LOGISTIC_RANGE));                    \
             V c2 = MUL(c, c), p = FMA(c2, SET1(P[0]), SET1(P[1]));                             \
@@ -79,8 +87,9 @@ static inline float epilogue_scaled(const Epilogue *e, float v) {
                 p = FMA(p, c2, SET1(P[i]));                                                    \
             for (int i = 2; i < 6; i++)                                                        \
                 q = FMA(q, c2, SET1(Q[i]));                                                    \
-            V s = MAX(MIN(ADD(DIV(MUL(p, c), q), SET1(0.5f)), SET1(1.0f)), ZERO());            \
-            a = MUL(v, s);                                                                     \
+            V s = ADD(DIV(MUL(p, c), q), SET1(0.5f));                                          \
+            a = e->kind == ACT_SIGMOID ? MAX(s, ZERO())                                        \
+                                       : MUL(v, MAX(MIN(s, SET1(1.0f)), ZERO()));              \
         } else {                                                                               \
             V h = ADD(MUL(SET1(e->alpha), v), SET1(e->beta));                                  \
             a = MUL(v, MAX(MIN(h, SET1(1.0f)), ZERO()));                                       \
