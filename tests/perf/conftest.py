@@ -21,7 +21,7 @@ def library():
     handle = ctypes.CDLL(str(path))
     yield path, handle
     handle.rknnrt_dw_max_level(2)
-    handle.rknnrt_f16round_max_level(1)
+    handle.rknnrt_f16round_max_level(2)
     handle.rknnrt_affine_max_level(1)
     handle.rknnrt_qconv_max_level(2)
     handle.rknnrt_chanmul_max_level(2)

@@ -47,12 +47,13 @@ def _session(library, nodes: list, inputs: list[tuple[str, list[int]]], outputs:
 
 
 def _run_at(library, level: int, session, feed: dict) -> np.ndarray:
-    """The session's first output with the library's roundings at `level` (1 F16C, 0 scalar)."""
+    """The session's first output with the library's roundings at `level` (2 AVX-512, 1 F16C,
+    0 scalar)."""
     library[1].rknnrt_f16round_max_level(level)
     try:
         return session.run(None, feed)[0]
     finally:
-        library[1].rknnrt_f16round_max_level(1)
+        library[1].rknnrt_f16round_max_level(2)
 
 
 def _reorder_in(name: str, out: str):
@@ -107,7 +108,7 @@ MUL_CASES = {  # (a's shape, b's shape)
 }
 
 
-@pytest.mark.parametrize("level", [1, 0], ids=["f16c", "scalar"])
+@pytest.mark.parametrize("level", [2, 1, 0], ids=["avx512", "f16c", "scalar"])
 @pytest.mark.parametrize("case", list(MUL_CASES))
 def test_the_blocked_multiply_gives_the_nodes_bits(library, block, case, level) -> None:
     """Against ReorderOutput x2 -> Mul -> Cast pair -> ReorderInput; products beyond the float16
@@ -258,7 +259,7 @@ def _rounded_sum_against_nodes(library, level: int, op: str, relu: bool, a: np.n
     return want
 
 
-@pytest.mark.parametrize("level", [1, 0], ids=["f16c", "scalar"])
+@pytest.mark.parametrize("level", [2, 1, 0], ids=["avx512", "f16c", "scalar"])
 def test_the_rounded_add_gives_the_nodes_bits(library, level) -> None:
     """Against Add -> Cast pair on float32 bit patterns (every float16 value's neighbourhood,
     the range's ends) added to a shuffled copy; a tail shorter than a vector."""
@@ -267,7 +268,7 @@ def test_the_rounded_add_gives_the_nodes_bits(library, level) -> None:
                                np.random.RandomState(1).permutation(a))  # fmt: skip
 
 
-@pytest.mark.parametrize("level", [1, 0], ids=["f16c", "scalar"])
+@pytest.mark.parametrize("level", [2, 1, 0], ids=["avx512", "f16c", "scalar"])
 def test_the_rounded_relu_add_gives_the_nodes_bits(library, level) -> None:
     """AddReluRoundFloat16 against Add -> Relu -> Cast pair on the same bit patterns, signed
     zeros and NaNs among them."""

@@ -6,6 +6,7 @@ same outputs with and without it, and where it cannot run the Cast pairs stay.""
 from __future__ import annotations
 
 import ctypes
+import sys
 
 import numpy as np
 import onnx
@@ -67,7 +68,14 @@ def _op(library, x: np.ndarray) -> np.ndarray:
     return session.run(None, {"x": x})[0]
 
 
-@pytest.mark.parametrize("level", [1, 0], ids=["f16c", "scalar"])
+def test_the_widest_rounding_path_is_the_cpus(library) -> None:
+    """AVX-512 where the CPU has it (16 lanes a step), else F16C, else the scalar path."""
+    flags = open("/proc/cpuinfo").read().split() if sys.platform.startswith("linux") else []
+    widest = 2 if "avx512f" in flags else 1 if "f16c" in flags else 0
+    assert library[1].rknnrt_f16round_widest() == widest
+
+
+@pytest.mark.parametrize("level", [2, 1, 0], ids=["avx512", "f16c", "scalar"])
 def test_the_op_gives_the_cast_pairs_bits(library, level) -> None:
     x = _bits()
     assert x.size % 8  # a tail shorter than a vector
@@ -78,7 +86,7 @@ def test_the_op_gives_the_cast_pairs_bits(library, level) -> None:
         got = _op(library, part)
         flat = _op(library, x)
     finally:
-        library[1].rknnrt_f16round_max_level(1)
+        library[1].rknnrt_f16round_max_level(2)
     nan = np.isnan(x)
     assert nan.sum() > 1000 and np.isnan(flat[nan]).all()  # onnxruntime's NaN payloads vary
     assert flat[~nan].tobytes() == want[~nan].tobytes()

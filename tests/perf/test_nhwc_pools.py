@@ -113,6 +113,7 @@ def test_the_transposes_cancel_around_the_pool(tmp_path) -> None:
     assert ops["rewritten"] == ["QLinearGlobalAveragePool"]
 
 
+@pytest.mark.slow
 def test_an_int8_networks_pool_reads_the_kernels_nhwc_output(library, tmp_path,
                                                              monkeypatch) -> None:  # fmt: skip
     """MobileNetV2 int8 with every conv on the kernels (the dense one on its scalar path where

@@ -22,7 +22,7 @@ static int table_level = 2; /* set by rknnrt_f16table_max_level: the tests' narr
 
 EXPORT void rknnrt_f16table_max_level(int level) { table_level = level; }
 
-static int max_level = 1; /* set by rknnrt_f16round_max_level: the tests' scalar path */
+static int max_level = 2; /* set by rknnrt_f16round_max_level: the tests' narrower paths */
 
 EXPORT void rknnrt_f16round_max_level(int level) { max_level = level; }
 int f16round_max_level(void) { return max_level; }

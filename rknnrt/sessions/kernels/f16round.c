@@ -3,8 +3,8 @@
  * NaN with the low 13 bits of its payload cleared and the quiet bit set). These are the values
  * of onnxruntime's Cast(float16) then Cast(float32), which a float16 program applies to every
  * stored tensor (core/program/fp16_round.py). The F16C path (VCVTPS2PH, round to nearest even,
- * then VCVTPH2PS) is chosen at run time by cpuid on x86; the scalar path (every other CPU)
- * computes the same bits. Also the sum before a rounding (with its Relu), and HalfTable's
+ * then VCVTPH2PS) and its 16-lane AVX-512 form are chosen at run time by cpuid on x86; the
+ * scalar path (every other CPU) computes the same bits. Also the sum before a rounding (with its Relu), and HalfTable's
  * lookup by a rounded value's float16 bits. */
 
 #include <math.h>
@@ -56,10 +56,38 @@ __attribute__((target("avx,f16c"))) static void round_f16c(const float *x, float
     }
 }
 
+/* the same instructions at 16 lanes (AVX-512F's forms of VCVTPS2PH and VCVTPH2PS), the tail
+ * through masked loads and stores: ~2x the 8-lane loop on tensors a core's cache holds */
+__attribute__((target("avx512f"))) static void round_avx512(const float *x, float *y,
+                                                            int64_t count) {
+    int64_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm512_storeu_ps(y + i, _mm512_cvtph_ps(h));
+    }
+    if (i < count) {
+        const __mmask16 m = (__mmask16)((1u << (count - i)) - 1u);
+        __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(h));
+    }
+}
 #endif
+
+/* the widest rounding path this CPU runs: 2 AVX-512, 1 F16C, 0 scalar (the tests' witness) */
+EXPORT int rknnrt_f16round_widest(void) {
+#ifdef F16_X86
+    return cpu_avx512f() ? 2 : cpu_f16c() ? 1 : 0;
+#else
+    return 0;
+#endif
+}
 
 EXPORT void f16round_run(const float *x, float *y, int64_t count, int level) {
 #ifdef F16_X86
+    if (level >= 2 && cpu_avx512f()) {
+        round_avx512(x, y, count);
+        return;
+    }
     if (level >= 1 && cpu_f16c()) {
         round_f16c(x, y, count);
         return;
@@ -92,11 +120,31 @@ __attribute__((target("avx,f16c"))) static void add_round_f16c(const float *a, c
         y[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(sum, _MM_FROUND_TO_NEAREST_INT)));
     }
 }
+
+__attribute__((target("avx512f"))) static void add_round_avx512(const float *a, const float *b,
+                                                                float *y, int64_t count,
+                                                                int relu) {
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t i = 0; i < count; i += 16) {
+        const __mmask16 m = count - i >= 16 ? (__mmask16)0xFFFF
+                                            : (__mmask16)((1u << (count - i)) - 1u);
+        __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + i),
+                                   _mm512_maskz_loadu_ps(m, b + i));
+        if (relu)
+            sum = _mm512_max_ps(zero, sum);
+        __m256i h = _mm512_cvtps_ph(sum, _MM_FROUND_TO_NEAREST_INT);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(h));
+    }
+}
 #endif
 
 void f16round_add_run(const float *a, const float *b, float *y, int64_t count, int relu,
                       int level) {
 #ifdef F16_X86
+    if (level >= 2 && cpu_avx512f()) {
+        add_round_avx512(a, b, y, count, relu);
+        return;
+    }
     if (level >= 1 && cpu_f16c()) {
         add_round_f16c(a, b, y, count, relu);
         return;

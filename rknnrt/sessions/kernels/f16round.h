@@ -37,10 +37,11 @@ void f16table_run(const float *x, const float *table, float *y, int64_t count, i
  * (NULL: it runs on the calling thread) */
 void f16round_set_parallel_api(const OrtApi *api);
 
-/* y[i] = float32(float16(x[i])), ties to even; `level`: 0 scalar, 1 F16C (when the CPU has it) */
+/* y[i] = float32(float16(x[i])), ties to even; `level`: 0 scalar, 1 F16C, 2 AVX-512 (each
+ * where the CPU has it, else the next narrower) */
 void f16round_run(const float *x, float *y, int64_t count, int level);
 
-/* the level the ops run at (1 unless the tests' rknnrt_f16round_max_level lowered it) */
+/* the level the ops run at (2 unless the tests' rknnrt_f16round_max_level lowered it) */
 int f16round_max_level(void);
 
 #endif
