@@ -90,10 +90,19 @@ def test_the_blocked_pool_gives_the_plain_pools_bits(library, block, shape) -> N
                          block=block),
         _reorder_out("mb", "ours", c),
         helper.make_node("GlobalAveragePool", ["xb"], ["ob"], domain=NCHWC),
-        _reorder_out("ob", "theirs", c)], [("x", shape)], ["plain", "ours", "theirs"])  # fmt: skip
-    plain, ours, theirs = session.run(None, {"x": x})
-    assert ours.shape == (shape[0], c, 1, 1)
+        _reorder_out("ob", "theirs", c),
+        helper.make_node(fp16_blocked_ops.MEAN_OP, ["xb"], ["rb"], domain=kernels.DOMAIN,
+                         block=block, round=1),
+        _reorder_out("rb", "rounded", c),
+        helper.make_node("Cast", ["plain"], ["half"], to=TensorProto.FLOAT16),
+        helper.make_node("Cast", ["half"], ["pair"], to=TensorProto.FLOAT)],
+        [("x", shape)], ["plain", "ours", "theirs", "rounded", "pair"])  # fmt: skip
+    plain, ours, theirs, rounded, pair = session.run(None, {"x": x})
+    assert ours.shape == rounded.shape == (shape[0], c, 1, 1)
     assert ours.tobytes() == plain.tobytes()
+    kept = ~np.isnan(pair)  # (onnxruntime's Cast may write another NaN)
+    assert np.isnan(rounded[~kept]).all() and rounded[kept].tobytes() == pair[kept].tobytes()
+    assert ((rounded != ours) & kept).any()  # the rounding changed finite means
     assert np.isnan(ours).sum() == 1 and np.isinf(ours).sum() >= 1
     if shape == [1, 96, 56, 56]:  # onnxruntime's blocked pool: another order, other bits
         assert (theirs != plain).sum() > 10
@@ -199,6 +208,11 @@ def test_programs_run_their_pools_and_gates_blocked_with_the_same_bytes(
     pools = [n for n in program.graph.node if n.op_type == "GlobalAveragePool"]
     assert ops.count(fp16_blocked_ops.MEAN_OP) == len(pools) and "GlobalAveragePool" not in ops
     assert ops.count(fp16_blocked_ops.MUL_OP) == len(pools) and "Mul" not in ops
+    laid_out = fp16_layout.blocked_program(program.SerializeToString(), whole.open_program, None)
+    means = [n for n in onnx.load_model_from_string(laid_out.graph).graph.node
+             if n.op_type == fp16_blocked_ops.MEAN_OP]  # fmt: skip
+    # each pool's rounding in its own pass (the program stores the pooled values)
+    assert [a.i for n in means for a in n.attribute if a.name == "round"] == [1] * len(pools)
     size = model.graph.input[0].type.tensor_type.shape.dim[2].dim_value
     with_ops = _infer(path, _inputs(size))
     monkeypatch.setenv("RKNNRT_FP16_BLOCKED_OPS", "0")

@@ -10,7 +10,9 @@ largest tensor (MobileNetV3-small fp16: ~54 us a block, 9 blocks, one thread).
 
 With rknnrt's kernels (sessions/kernels/blocked.c, f16ops.c) they stay blocked:
 - a blocked GlobalAveragePool runs as `GlobalMeanBlocked`, which sums in the plain pool's order
-  (the pool's pair then moves into the layout with the others);
+  (the pool's pair then moves into the layout with the others), and rounds its means in its
+  own pass where the rounding pair alone reads them (attribute round: one node of the nine
+  pool-and-rounding pairs of MobileNetV3-small fewer each);
 - a plain Mul of two ReorderOutputs of the same channels, rounded and reordered back in, runs
   as `MulRoundBlocked` on the two blocked tensors: the same products, rounded in the same pass;
 - an Add of two blocked tensors (onnxruntime keeps an Add blocked without reshaping it only
@@ -85,9 +87,12 @@ def rewrite(model) -> int:
                 removed.update(id(n) for n in chain)
             continue
         if node.op_type == "GlobalAveragePool" and node.domain == _NCHWC:
+            pair = _rounding_after(node.output[0], readers, outputs)  # rounded in its pass
+            out = pair[1].output[0] if pair is not None else node.output[0]
             replace[id(node)] = [onnx.helper.make_node(
-                MEAN_OP, list(node.input), list(node.output), name=f"{node.output[0]}__mean",
-                domain=kernels.DOMAIN, block=block)]  # fmt: skip
+                MEAN_OP, list(node.input), [out], name=f"{out}__mean", domain=kernels.DOMAIN,
+                block=block, round=int(pair is not None))]  # fmt: skip
+            removed.update(id(n) for n in pair or ())
             continue
         found = _gate_mul(node, producer, readers, outputs)
         if found is not None:

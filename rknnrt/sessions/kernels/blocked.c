@@ -7,14 +7,16 @@
  *       (MLAS's global pooling kernel): four partial sums, pixel p into sum p % 4, over the
  *       first 4 * floor(HW / 4) pixels, then (s0 + s2) + (s1 + s3), then the remaining
  *       pixels one by one, then divided by float(HW). Its blocked kernel sums in another
- *       order (other float32 bits);
+ *       order (other float32 bits). With round = 1 each mean is rounded to float16 after
+ *       (f16round.c's rounding: the Cast pair a float16 program puts after the pool);
  *   MulRoundBlocked(a blocked, b blocked) -> blocked
  *       round16(a * b) (f16round.c's rounding), the inputs broadcast as ONNX Mul broadcasts
  *       4-D tensors of the same channels (a dimension of 1 against any): the graph's
  *       ReorderOutputs -> Mul -> Cast pair -> ReorderInput. The padded channels are 0, as
  *       ReorderInput writes them.
  *
- * Attributes: block (both); channels, the real ones (MulRoundBlocked). Built with
+ * Attributes: block (both); channels, the real ones (MulRoundBlocked); round
+ * (GlobalMeanBlocked). Built with
  * -ffp-contract=off: every sum, product and the division are single IEEE operations; the loops
  * run across a block's channels, each channel's order as above (tests/perf/
  * test_fp16_blocked_ops.py: the bits of onnxruntime's nodes). */
@@ -37,6 +39,7 @@
 typedef struct BlockKernel {
     const OrtApi *api;
     int64_t block, channels; /* channels: the real ones (MulRoundBlocked) */
+    int64_t round;           /* GlobalMeanBlocked: its means rounded to float16 */
 } BlockKernel;
 
 static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKernelInfo *info) {
@@ -44,7 +47,8 @@ static void *create_kernel(const CustomOp *op, const OrtApi *api, const OrtKerne
     BlockKernel *k = (BlockKernel *)calloc(1, sizeof(BlockKernel));
     if (k != NULL)
         *k = (BlockKernel){api, attr_int64(api, info, "block", 0),
-                           attr_int64(api, info, "channels", 0)};
+                           attr_int64(api, info, "channels", 0),
+                           attr_int64(api, info, "round", 0)};
     return k;
 }
 
@@ -255,6 +259,8 @@ static void global_mean(void *kernel, OrtKernelContext *ctx) {
     int64_t count = 0;
     job.chunk = chunk_units(job.planes, job.planes * job.hw * job.block, 16384, &count);
     run_chunks(api, parallel_api, ctx, mean_chunk, (size_t)count, &job);
+    if (k->round) /* N x Cp values: one short pass on this thread */
+        f16round_run(job.y, job.y, total, f16round_max_level());
 }
 
 static void mul_round(void *kernel, OrtKernelContext *ctx) {
