@@ -26,6 +26,15 @@ from .model import dtypes, files
 _TYPES = {t.numpy: t.rknn for t in dtypes.named(
     "float32", "float16", "uint8", "int8", "int16", "int32", "int64", "bool")}  # fmt: skip
 _FORMATS = {"nhwc": rk.RKNN_TENSOR_NHWC, "nchw": rk.RKNN_TENSOR_NCHW}
+# what an input is fed as (_feed_dtype): an integer model input's own type; the types the
+# runtime takes as they are for an int8/uint8 input, and for the others
+_INTEGER_INPUTS = {rk.RKNN_TENSOR_INT32: np.dtype(np.int32),
+                   rk.RKNN_TENSOR_INT64: np.dtype(np.int64),
+                   rk.RKNN_TENSOR_BOOL: np.dtype(np.bool_),
+                   rk.RKNN_TENSOR_INT16: np.dtype(np.int16)}
+_BYTE_INPUT_FEEDS = frozenset(np.dtype(t) for t in (np.float32, np.float16, np.uint8, np.int8))
+_OTHER_INPUT_FEEDS = frozenset(np.dtype(t) for t in (np.float32, np.float16, np.uint8))
+_FLOAT32 = np.dtype(np.float32)
 
 
 class RKNNLite:
@@ -44,6 +53,7 @@ class RKNNLite:
         self._n_inputs = self._n_outputs = 0
         self._input_ranks: list[int] = []
         self._input_types: list[int] = []
+        self._input_sizes: list[int] = []
         self._current_shapes: list[tuple[int, ...]] | None = None
 
     def load_rknn(self, path: str | os.PathLike | bytes | bytearray) -> int:
@@ -79,6 +89,7 @@ class RKNNLite:
         self._n_inputs, self._n_outputs = len(self._client.inputs), len(self._client.outputs)
         self._input_ranks = [a.n_dims for a in self._client.inputs]
         self._input_types = [a.type for a in self._client.inputs]
+        self._input_sizes = [a.n_elems for a in self._client.inputs]
         self._current_shapes = None
         return 0
 
@@ -124,16 +135,12 @@ class RKNNLite:
         """The vendor converts what the runtime would refuse: an integer model input gets its
         own type; any other input takes what the runtime accepts as given, else float32."""
         model_type = self._input_types[index]
-        integer = {rk.RKNN_TENSOR_INT32: np.int32, rk.RKNN_TENSOR_INT64: np.int64,
-                   rk.RKNN_TENSOR_BOOL: np.bool_, rk.RKNN_TENSOR_INT16: np.int16}  # fmt: skip
-        if model_type in integer:
-            return np.dtype(integer[model_type])
-        accepted = (np.float32, np.float16, np.uint8, np.int8) \
+        if model_type in _INTEGER_INPUTS:
+            return _INTEGER_INPUTS[model_type]
+        accepted = _BYTE_INPUT_FEEDS \
             if model_type in (rk.RKNN_TENSOR_INT8, rk.RKNN_TENSOR_UINT8) \
-            else (np.float32, np.float16, np.uint8)  # fmt: skip
-        if dtype in accepted:
-            return np.dtype(dtype)
-        return np.dtype(np.float32)
+            else _OTHER_INPUT_FEEDS  # fmt: skip
+        return dtype if dtype in accepted else _FLOAT32
 
     def _choose_shapes(self, arrays: list[np.ndarray], fmts: list[int]) -> None:
         """Dynamic-shape models: the shape set matching the arrays (NHWC dims for 4-D)."""
@@ -162,8 +169,8 @@ class RKNNLite:
         try:
             arrays, fmts = self._prepare(inputs, data_format)
             for i, x in enumerate(arrays if not client.dynamic else ()):
-                want = client.inputs[i]  # never silently cut or padded
-                if x.size != want.n_elems:
+                if x.size != self._input_sizes[i]:  # never silently cut or padded
+                    want = client.inputs[i]
                     dims = list(want.dims[: want.n_dims])
                     raise ValueError(f"input {i} has {x.size} values {list(x.shape)}, the model "
                                      f"wants {want.n_elems} {dims}")  # fmt: skip

@@ -19,7 +19,6 @@ import numpy as np
 
 from ..core import context as contexts
 from ..core import log
-from ..core.context import OutputRequest
 from ..core.errors import PARAM_INVALID, RknnError
 from . import constants as c
 from .marshal import context_handle, status_code
@@ -27,7 +26,6 @@ from .translate import format_name, type_name
 
 __all__ = ["rknnrt_inference"]
 
-_AS_FLOAT = OutputRequest(True, False, None)  # every output as float32, runtime-allocated
 
 
 def rknnrt_inference(
@@ -60,11 +58,8 @@ def rknnrt_inference(
             ctx.require(step)
             if n_outputs <= 0:
                 raise RknnError(PARAM_INVALID, f"n_outputs {n_outputs} must be > 0")
-            handed, _ = ctx.outputs_get([_AS_FLOAT] * n_outputs)
-            try:
-                outputs = [array.copy() for array, _ in handed]
-            finally:  # (rknn_outputs_release: on every platform that has rknn_outputs_get)
-                ctx.outputs_release([address for _, address in handed])
+            # (rknn_outputs_release with it: on every platform that has rknn_outputs_get)
+            outputs = ctx.outputs_copied(n_outputs)
         finally:
             ctx.leave()
         return c.RKNN_SUCC, outputs

@@ -122,6 +122,19 @@ def test_a_destroyed_context_and_a_bad_output_count(ctx, rknn_log) -> None:
     assert line.count("E RKNN:") == 1 and "rknn_inputs_set" in line
 
 
+def test_more_outputs_than_the_model_has_is_rknn_outputs_gets_status_and_line(
+        ctx, rknn_log) -> None:  # fmt: skip
+    """Asked for two outputs of a one-output model: the call fails as rknn_outputs_get does,
+    after the run (frame 1 done), and nothing is left handed out."""
+    x = default_input(8)
+    status, outputs = rk.rknnrt_inference(ctx, [x], [rk.RKNN_TENSOR_UINT8],
+                                          [rk.RKNN_TENSOR_NHWC], 2)  # fmt: skip
+    assert (status, outputs) == (rk.RKNN_ERR_PARAM_INVALID, None)
+    assert _text(rknn_log.take("E")) == ["E RKNN: rknn_outputs_get: n_outputs 2 > model's 1"]
+    again, frame = get_output(ctx)  # the run's own results, still there
+    assert frame == 1 and again.dtype == np.float32 and again.size > 0
+
+
 def test_the_mini_runtime_refuses_it_as_it_refuses_rknn_inputs_set(capi, rknn_log) -> None:
     """rv1106's runtime has no general API: the first step's refusal, word for word."""
     model = (MINI / "asym_rv1106_i8.rknn").read_bytes()

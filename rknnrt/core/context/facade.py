@@ -376,6 +376,13 @@ class Context:
             self.check_general_api("rknn_outputs_get")
         return self.frames.outputs_get(self.shapes.binding, self.shapes.outputs, requests)
 
+    def outputs_copied(self, count: int) -> list[np.ndarray]:
+        """outputs_get of the first `count` outputs as float32 and their release in one step
+        (rknnrt_inference): copies the caller owns."""
+        if self.outside:
+            self.check_general_api("rknn_outputs_get")
+        return self.frames.outputs_copied(self.shapes.binding, self.shapes.outputs, count)
+
     def outputs_release(self, addresses: list[int]) -> None:
         """Release handed-out buffers (0: a NULL buf); releasing one twice, or before any
         rknn_outputs_get, logs one W line and changes nothing (issue 11 item 10; a board

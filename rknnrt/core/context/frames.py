@@ -298,6 +298,24 @@ class Frames:
                 handed.append((data, address))
         return handed, frame
 
+    def outputs_copied(self, binding: Binding | None, plans: list[OutputPlan],
+                       count: int) -> list[np.ndarray]:  # fmt: skip
+        """rknn_outputs_get of the first `count` outputs as float32, each released at once
+        (RKNNLite's one call): arrays the caller owns, a converted one as made, the binding's
+        own buffer copied; nothing stays handed out."""
+        if binding is None:
+            raise RknnError(OUTPUT_INVALID, "rknn_outputs_get: no finished run; call rknn_run")
+        arrays, _, _ = self._results(binding)
+        if count > len(plans):
+            raise RknnError(
+                PARAM_INVALID, f"rknn_outputs_get: n_outputs {count} > model's {len(plans)}"
+            )
+        copies = []
+        for plan, result in zip(plans[:count], arrays):
+            data = plan.convert(result, True)
+            copies.append(data.copy() if data is result else data)
+        return copies
+
     def outputs_release(self, addresses: list[int]) -> int:
         """Let go of buffers rknn_outputs_get handed out; returns how many were not held."""
         unknown = 0
