@@ -27,7 +27,6 @@ from .translate import format_name, type_name
 __all__ = ["rknnrt_inference"]
 
 
-
 def rknnrt_inference(
     context: Any, arrays: Sequence[np.ndarray], types: Sequence[int], fmts: Sequence[int],
     n_outputs: int, pass_through: Sequence[int] | None = None,

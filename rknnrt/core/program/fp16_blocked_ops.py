@@ -10,9 +10,9 @@ largest tensor (MobileNetV3-small fp16: ~54 us a block, 9 blocks, one thread).
 
 With rknnrt's kernels (sessions/kernels/blocked.c, f16ops.c) they stay blocked:
 - a blocked GlobalAveragePool runs as `GlobalMeanBlocked`, which sums in the plain pool's order
-  (the pool's pair then moves into the layout with the others), and rounds its means in its
-  own pass where the rounding pair alone reads them (attribute round: one node of the nine
-  pool-and-rounding pairs of MobileNetV3-small fewer each);
+  (the pool's pair then moves into the layout with the others), and rounds its means in the
+  same op where that rounding pair alone reads them (attribute round; MobileNetV3-small's nine
+  pools each one node fewer);
 - a plain Mul of two ReorderOutputs of the same channels, rounded and reordered back in, runs
   as `MulRoundBlocked` on the two blocked tensors: the same products, rounded in the same pass;
 - an Add of two blocked tensors (onnxruntime keeps an Add blocked without reshaping it only
