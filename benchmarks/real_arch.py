@@ -10,7 +10,11 @@ and the three runtimes alternate iteration by iteration. Prints medians, the rat
 geometric means.
 
     PYTHONPATH=. python benchmarks/real_arch.py [--repeat N] [--models a,b] [--test] [--calib N]
-        [--kinds int8,fp16] [--kinds int8f,int8]
+        [--kinds int8,fp16] [--kinds int8f,int8] [--rounds N]
+
+With --rounds N each network is timed in N rounds of the alternation; the table shows the
+medians over the rounds, each round's ratios beside them, and each round's geometric mean
+after it (on a shared machine one round's ratio of a ~2 ms network moves by 10-20 %).
 
 Kind `int8f` is the same int8 file initialised with RKNNRT_INT8_DW_KERNEL=0 (depthwise convs as
 exact float convs instead of rknnrt's compiled kernel, sessions/kernels): `--kinds int8f,int8`
@@ -48,6 +52,7 @@ import ctypes
 import functools
 import math
 import os
+import statistics
 import sys
 import tempfile
 from collections.abc import Callable
@@ -70,6 +75,9 @@ def main() -> None:
     parser.add_argument("--models", default="")
     parser.add_argument("--test", action="store_true", help="reduced input sizes")
     parser.add_argument("--calib", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time each network in this many rounds of --repeat alternations; "
+                             "print each round's ratios and their medians")  # fmt: skip
     parser.add_argument("--kinds", default="int8,fp16",
                         help="programs to time: int8, fp16, int8f (int8 without the compiled "
                              "depthwise kernel), int8v (without the VNNI conv kernel), int8b "
@@ -90,7 +98,8 @@ def main() -> None:
         kinds.remove("int8a")
     print(f"{'network':24s} {'ort f32 ms':>10s} " + " ".join(f"{k + ' ms':>9s}" for k in kinds)
           + " " + " ".join(f"{k + '/ort':>9s}" for k in kinds), flush=True)  # fmt: skip
-    ratios: dict[str, list[float]] = {k: [] for k in kinds}
+    ratios: dict[str, list[float]] = {k: [] for k in kinds}  # per network, over the rounds
+    round_ratios: dict[tuple[str, int], list[float]] = {}  # (kind, round) -> per network
     with tempfile.TemporaryDirectory() as folder:
         for name in names:
             model = catalog.build(name, test=args.test)
@@ -107,17 +116,31 @@ def main() -> None:
                 runs[k] = lambda r=r, x=x: r.inference([x], data_format="nchw")
             if "int8a" in runs:
                 runs["int8a"] = lambda run=runs["int8a"]: _on_avx_vnni(run)
-            med = alternate(runs, args.repeat)
-            rel = {k: med[k] / med["ort"] for k in kinds}
+            rounds = [alternate(runs, args.repeat) for _ in range(args.rounds)]
+            by_round = [{k: r[k] / r["ort"] for k in kinds} for r in rounds]
+            med = {k: statistics.median(r[k] for r in rounds) for k in runs}
+            rel = {k: statistics.median(r[k] for r in by_round) for k in kinds}
             for k in kinds:
                 ratios[k].append(rel[k])
+                for i, r in enumerate(by_round):
+                    round_ratios.setdefault((k, i), []).append(r[k])
             cells = [f"{med[k]:9.2f}" for k in kinds] + [f"{rel[k]:9.2f}" for k in kinds]
-            print(f"{name:24s} {med['ort']:10.2f} {' '.join(cells)}", flush=True)
+            each = "" if args.rounds == 1 else "   rounds: " + "; ".join(
+                f"{k} " + " ".join(f"{r[k]:.2f}" for r in by_round) for k in kinds)  # fmt: skip
+            print(f"{name:24s} {med['ort']:10.2f} {' '.join(cells)}{each}", flush=True)
             for r in runtimes.values():
                 r.release()
-    geo = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in ratios.items() if v}
+    geo = {k: _geomean(v) for k, v in ratios.items() if v}
     pad = " ".join(f"{'':9s}" for _ in kinds)
     print(f"{'geometric mean':24s} {'':10s} {pad} {' '.join(f'{geo[k]:9.2f}' for k in kinds)}")
+    if args.rounds > 1:  # each round's own geometric mean: what a one-round run would print
+        for k in kinds:
+            means = [_geomean(round_ratios[k, i]) for i in range(args.rounds)]
+            print(f"{k} geometric mean per round: " + " ".join(f"{m:.2f}" for m in means))
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(map(math.log, values)) / len(values))
 
 
 KINDS = ("int8f", "int8v", "int8b", "int8m", "int8s", "int8a", "int8r", "int8", "fp16c", "fp16p",
