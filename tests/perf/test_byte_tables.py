@@ -36,6 +36,16 @@ _CHAINS = {
     "relu_tanh": ([helper.make_node("Relu", ["d"], ["r"]), helper.make_node("Tanh", ["r"], ["a"])],
                   []),
 }  # fmt: skip
+# a GELU as transformers export it (x * (erf(x / sqrt 2) + 1) * 0.5): arithmetic steps, x read
+# twice inside the chain
+_GELU = ([helper.make_node("Div", ["d", "root2"], ["e1"]),
+          helper.make_node("Erf", ["e1"], ["e2"]),
+          helper.make_node("Add", ["e2", "one"], ["e3"]),
+          helper.make_node("Mul", ["d", "e3"], ["e4"]),
+          helper.make_node("Mul", ["e4", "half"], ["a"])],
+         [(np.array(1.4142135, np.float32), "root2"), (np.array(1.0, np.float32), "one"),
+          (np.array([0.5], np.float32), "half")])  # fmt: skip
+_CHAINS["gelu"] = _GELU
 
 
 def _chain_graph(name: str, x_type: int, y_type: int, dims: list[int], x_scale: float = 0.05,
@@ -66,7 +76,8 @@ def test_the_table_gives_the_nodes_bytes(library, name, x_type, y_type, dims) ->
     assert not unused
     ops = [n.op_type for n in onnx.load_model_from_string(rewritten).graph.node]
     op = f"ByteTable_{'u8' if x_type == _U8 else 's8'}{'u8' if y_type == _U8 else 's8'}"
-    assert ops == (["Transpose", op, "Transpose"] if len(dims) == 4 else [op])
+    # (an arithmetic chain stays in its tensor's layout: a transformer's, not the NHWC kernels')
+    assert ops == (["Transpose", op, "Transpose"] if len(dims) == 4 and name != "gelu" else [op])
     x = every_byte(_NP[x_type], dims)
     want = ort.InferenceSession(graph, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     got = whole.open_program(rewritten).run(None, {"x": x})[0]
@@ -81,12 +92,19 @@ def test_chains_outside_its_conditions_stay(library) -> None:
     graphs = [_chain_graph("sigmoid", _U8, _U8, [1, 8, 3, 3], read_inside=True),
               _chain_graph("sigmoid", _U8, _U8, [1, 8, 3, 3], x_scale=0.0)]
     model = onnx.load_model_from_string(_chain_graph("sigmoid", _U8, _U8, [1, 8, 3, 3]))
-    model.graph.node[1].op_type = "Exp"
+    model.graph.node[1].op_type = "Softmax"  # not element-wise
     graphs.append(model.SerializeToString())
     model = onnx.load_model_from_string(_chain_graph("clip", _U8, _U8, [1, 8, 3, 3]))
     model.graph.initializer.pop()  # "hi" becomes a graph input
     model.graph.input.append(helper.make_tensor_value_info("hi", TensorProto.FLOAT, []))
     graphs.append(model.SerializeToString())
+    model = onnx.load_model_from_string(_chain_graph("gelu", _U8, _U8, [2, 8]))
+    half = next(t for t in model.graph.initializer if t.name == "half")
+    half.CopyFrom(numpy_helper.from_array(np.full(8, 0.5, np.float32), "half"))  # per channel
+    graphs.append(model.SerializeToString())
+    model = onnx.load_model_from_string(_chain_graph("gelu", _U8, _U8, [2, 8]))
+    model.graph.output.append(helper.make_tensor_value_info("e3", TensorProto.FLOAT, [2, 8]))
+    graphs.append(model.SerializeToString())  # a step's value read outside the chain
     for graph in graphs:
         assert byte_tables.rewrite(graph, {})[0] is graph
 
@@ -140,6 +158,21 @@ def test_an_int8_networks_gates_are_table_passes(library, tmp_path, monkeypatch)
     on_ops, off_ops = seen
     assert on_ops.count("ByteTable_u8u8") == off_ops.count("HardSigmoid") == 9
     assert "HardSigmoid" not in on_ops
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(outs["1"], outs["0"]))
+
+
+@pytest.mark.slow
+def test_an_int8_transformers_gelus_are_table_passes(library, tmp_path, monkeypatch) -> None:
+    """DeiT-tiny int8 (test size): each block's GELU (DequantizeLinear -> Div -> Erf -> Add ->
+    Mul -> Mul -> QuantizeLinear) is one ByteTable, and the outputs are the nodes' bytes."""
+    path, rng = int8_network("deit_tiny", tmp_path)
+    seen = programs_opened(monkeypatch)
+    shape = [1, 3, 64, 64]
+    inputs = [rng.rand(*shape).astype(np.float32) for _ in range(2)]
+    outs = outputs_on_and_off(monkeypatch, switches.INT8_BYTE_MAP_KERNEL, path, inputs)
+    on_ops, off_ops = seen
+    assert off_ops.count("Erf") >= 2 and "Erf" not in on_ops
+    assert on_ops.count("ByteTable_u8u8") >= off_ops.count("Erf")
     assert all(a.tobytes() == b.tobytes() for a, b in zip(outs["1"], outs["0"]))
 
 

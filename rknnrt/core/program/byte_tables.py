@@ -18,8 +18,11 @@ every offset mod 16: a kernel's vector body and its tail must agree), so the byt
 nodes' (tests/perf/test_byte_tables.py). A 4-D tensor of known shape runs between a Transpose
 to NHWC and one back, with its shapes recorded, which onnxruntime's layout pass cancels against
 the NHWC conv kernels' own. A chain is rewritten only through element-wise activations of the
-list below (Clip's bounds constant), per-tensor parameters with finite positive scales, and
-intermediate tensors with that one reader; byte_maps.py owns the pairs with nothing between.
+list below (Clip's bounds constant) and element-wise arithmetic on the chain's own tensors and
+one-value constants (a GELU as exported: Div, Erf, Add, Mul by x, Mul), per-tensor parameters
+with finite positive scales, and intermediate tensors read only inside the chain (so that the
+copied nodes meet the same fusions as in the program); byte_maps.py owns the pairs with
+nothing between.
 Without the kernel library the nodes stay (dw_kernel's one W line); RKNNRT_INT8_BYTE_MAP_KERNEL=0
 keeps them too.
 """
@@ -40,6 +43,10 @@ from .int8_depthwise import _BYTE_NAMES, _BYTE_NUMPY, _Lookup, _per_tensor
 # element-wise activations with no tensor input but x (Clip: its constant bounds)
 ACTIVATIONS = ("Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Elu",
                "Selu", "Softplus", "Softsign", "Clip", "Gelu", "Mish")  # fmt: skip
+# element-wise arithmetic whose inputs are the chain's tensors or one-value constants (GELU
+# as exported: Div, Erf, Add, Mul by x, Mul)
+ARITHMETIC = ("Add", "Sub", "Mul", "Div", "Pow", "Erf", "Sqrt", "Exp", "Neg", "Abs",
+              "Reciprocal")  # fmt: skip
 _OFFSETS = 16  # copies of the 256 bytes at each offset mod 16 in the position check
 # tables made in this process by their chains' graph (another rknn_init of the same model, a
 # dup'd or second context, reads them here: the session is ~6 ms of a MobileNetV3's init)
@@ -56,11 +63,12 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
     model = onnx.load_model_from_string(bytes(graph))
     # a DequantizeLinear read by an activation first: the lookup tables cost more than the scan
     dequantised = {n.output[0] for n in model.graph.node if n.op_type == "DequantizeLinear"}
-    if not any(n.op_type in ACTIVATIONS and n.input and n.input[0] in dequantised
+    if not any(n.op_type in (*ACTIVATIONS, *ARITHMETIC) and n.input and n.input[0] in dequantised
                for n in model.graph.node):  # fmt: skip
         return graph, set()
     g = _Lookup(model.graph, weights)
-    chains = [c for c in (_chain(g, n) for n in model.graph.node) if c is not None]
+    order = {id(n): i for i, n in enumerate(model.graph.node)}
+    chains = [c for c in (_chain(g, n, order) for n in model.graph.node) if c is not None]
     if not chains or not dw_kernel.library_ready():
         return graph, set()
     shapes = graph_edit.StaticShapes(model, g.shapes, g.producer)
@@ -75,7 +83,8 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
         model.graph.initializer.append(onnx.numpy_helper.from_array(values, f"{stem}_table"))
         op = f"ByteTable_{_BYTE_NAMES[x_type]}{_BYTE_NAMES[y_type]}"
         dims = shapes.of(dq.input[0])
-        if dims is None or len(dims) != 4:
+        # arithmetic chains (a transformer's GELU) sit between ops in their own layout
+        if dims is None or len(dims) != 4 or any(n.op_type in ARITHMETIC for n in steps):
             made = [onnx.helper.make_node(op, [dq.input[0], f"{stem}_table"], [out], name=stem,
                                           domain=kernels.DOMAIN)]  # fmt: skip
         else:  # in NHWC between Transposes that onnxruntime cancels (the shapes let it)
@@ -101,24 +110,54 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
     return model.SerializeToString(), unused
 
 
-def _chain(g: _Lookup, dq) -> tuple | None:
-    """(DequantizeLinear, [activations], QuantizeLinear) of a quantised activation chain
-    starting at `dq`, or None."""
+def _chain(g: _Lookup, dq, order: dict[int, int]) -> tuple | None:
+    """(DequantizeLinear, [its steps in graph order], QuantizeLinear) of a quantised chain
+    starting at `dq`, or None: every tensor from the DequantizeLinear on read only inside the
+    chain, every step an element-wise activation of the chain's tensor or arithmetic on the
+    chain's tensors and one-value constants, and one QuantizeLinear reading the last."""
     if dq.op_type != "DequantizeLinear" or dq.domain not in ("", "ai.onnx") or len(dq.input) != 3:
         return None
-    steps, node = [], g.only_reader(dq.output[0])
-    while node is not None and node.op_type in ACTIVATIONS and node.domain in ("", "ai.onnx"):
-        if node.input[0] != (steps[-1].output[0] if steps else dq.output[0]) or \
-                len(node.output) != 1 or \
-                any(name and g.const(name) is None for name in node.input[1:]):  # fmt: skip
+    inside, steps, quants, pending = {dq.output[0]}, {}, [], [dq.output[0]]
+    while pending:  # every reader of the chain's tensors, to the QuantizeLinear
+        name = pending.pop()
+        if name in g.outputs or not g.readers.get(name):
             return None
-        steps.append(node)
-        node = g.only_reader(node.output[0])
-    if not steps or node is None or node.op_type != "QuantizeLinear" or \
-            node.domain not in ("", "ai.onnx") or len(node.input) != 3 or \
-            not _per_tensor(g, dq) or not _per_tensor(g, node):  # fmt: skip
+        for node in g.readers[name]:
+            if node.op_type == "QuantizeLinear" and node.domain in ("", "ai.onnx"):
+                quants.append(node)
+            elif id(node) not in steps:
+                if len(steps) >= _MOST_STEPS or not _step(g, node) or len(node.output) != 1:
+                    return None
+                steps[id(node)] = node
+                inside.add(node.output[0])
+                pending.append(node.output[0])
+    ordered = sorted(steps.values(), key=lambda n: order[id(n)])
+    if not ordered or len(quants) != 1 or len(quants[0].input) != 3 \
+            or quants[0].input[0] != ordered[-1].output[0]:  # fmt: skip
         return None
-    return dq, steps, node
+    if any(name not in inside and not _one_value(g, name) for node in ordered
+           for name in node.input if name) or not _per_tensor(g, dq) \
+            or not _per_tensor(g, quants[0]):  # fmt: skip
+        return None
+    return dq, ordered, quants[0]
+
+
+_MOST_STEPS = 16
+
+
+def _step(g: _Lookup, node) -> bool:
+    """Whether `node` may be a chain's step (its inputs are checked with the whole chain)."""
+    if node.domain not in ("", "ai.onnx"):
+        return False
+    if node.op_type in ACTIVATIONS:
+        return all(g.const(name) is not None for name in node.input[1:] if name)
+    return node.op_type in ARITHMETIC
+
+
+def _one_value(g: _Lookup, name: str) -> bool:
+    """A constant of one value and rank 0 or 1: it broadcasts without changing a shape."""
+    value = g.const(name)
+    return value is not None and value.size == 1 and value.ndim <= 1
 
 
 def tables(g: _Lookup, chains: list, opset: int) -> list[np.ndarray | None]:
@@ -128,14 +167,15 @@ def tables(g: _Lookup, chains: list, opset: int) -> list[np.ndarray | None]:
     nodes, inputs, outputs, names = [], [], [], set()
     for k, (dq, steps, quant) in enumerate(chains):
         rename = {dq.input[0]: f"x{k}", quant.output[0]: f"y{k}"}
+        tensors = {dq.output[0], *(step.output[0] for step in steps)}
         for i, node in enumerate((dq, *steps, quant)):
             copied = onnx.NodeProto()
             copied.CopyFrom(node)
             copied.name = f"{k}_{i}"
             for j, name in enumerate(copied.input):
-                if j == 0:
+                if (i == 0 and j == 0) or name in tensors:  # the chain's own tensors
                     copied.input[j] = rename.get(name, f"{k}_{name}")
-                elif name:
+                elif name:  # a constant, shared by name
                     names.add(name)
             copied.output[0] = rename.get(copied.output[0], f"{k}_{copied.output[0]}")
             nodes.append(copied)
