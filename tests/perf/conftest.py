@@ -16,7 +16,8 @@ def library():
     the cache folder (later runs find it); the handle is the object onnxruntime registers, so
     its path setters (rknnrt_dw_max_level, rknnrt_f16round_max_level, rknnrt_affine_max_level,
     rknnrt_qconv_max_level, rknnrt_chanmul_max_level, rknnrt_inputcast_max_level,
-    rknnrt_f16table_max_level) reach the sessions. All are back at their widest afterwards."""
+    rknnrt_f16table_max_level, rknnrt_bytemap_max_level) reach the sessions. All are back at
+    their widest afterwards."""
     path = kernels.library(switches.cache_root())
     handle = ctypes.CDLL(str(path))
     yield path, handle
@@ -27,6 +28,7 @@ def library():
     handle.rknnrt_chanmul_max_level(2)
     handle.rknnrt_inputcast_max_level(2)
     handle.rknnrt_f16table_max_level(2)
+    handle.rknnrt_bytemap_max_level(1)
 
 
 def kernel_session(library, model, threads: int = 1):

@@ -86,6 +86,26 @@ def test_the_table_gives_the_nodes_bytes(library, name, x_type, y_type, dims) ->
     assert len(np.unique(want)) > 8
 
 
+@pytest.mark.parametrize("length", [64 * 37 + 5, 63, 1])
+def test_the_64_lane_lookup_gives_the_table_reads_bytes(library, length) -> None:
+    """AVX-512 VBMI's two-table permutes (where the CPU has them) against the table reads, on
+    every byte at every offset of a vector and a tail shorter than one."""
+    graph = _chain_graph("hardswish", _U8, _U8, [length])
+    rewritten = byte_tables.rewrite(graph, {})[0]
+    every = np.arange(256, dtype=np.uint8)
+    x = np.concatenate([np.roll(every, j) for j in range(-(-length // 256) + 64)])[:length]
+    got = {}
+    for level in (1, 0):
+        library[1].rknnrt_bytemap_max_level(level)
+        try:
+            got[level] = whole.open_program(rewritten).run(None, {"x": x})[0]
+        finally:
+            library[1].rknnrt_bytemap_max_level(1)
+    want = ort.InferenceSession(graph, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert got[1].tobytes() == got[0].tobytes() == want.tobytes()
+    assert len(np.unique(want)) > (8 if length > 256 else 0)
+
+
 def test_chains_outside_its_conditions_stay(library) -> None:
     """The dequantised tensor read elsewhere, an op not on the list, a Clip bound that is no
     constant, a zero scale: onnxruntime's nodes run."""

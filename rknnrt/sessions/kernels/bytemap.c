@@ -10,8 +10,9 @@
  * 1x3x224x224. A table that adds a constant modulo 256
  * (same scales, the zero point moved: int8 -> uint8 is + 128) runs as byte additions (SSE2), a
  * 3-channel NHWC interleave 16 pixels at a time (SSSE3 shuffles, where the CPU has AVX2); every
- * other case as table reads. Each path writes table[x]: the bytes cannot differ. Inputs: x,
- * table (uint8 [256]).
+ * other case as table reads (64 bytes a step on CPUs with AVX-512 VBMI: two two-table
+ * permutes of 128 entries each and a blend on the index's top bit). Each path writes
+ * table[x]: the bytes cannot differ. Inputs: x, table (uint8 [256]).
  *
  * Ops `rknnrt.kernels::ByteTable_<x><y>`: y = table[x] in x's own layout and shape, any rank
  * (an int8 program's DequantizeLinear -> activation -> QuantizeLinear: core/program/
@@ -23,6 +24,8 @@
 #include "api_kernel.h"
 #include "bytemap.h"
 #include "cpu.h"
+
+#define EXPORT __attribute__((visibility("default")))
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -38,6 +41,29 @@ static int table_shift(const uint8_t *table) {
     return k;
 }
 
+#ifdef BYTEMAP_X86
+/* y = table[x] 64 bytes a step: table[0..127] and table[128..255] each as two registers,
+ * VPERMI2B picks by the index's low 7 bits, its top bit picks the half; returns the bytes
+ * done */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static int64_t
+map_vbmi(const uint8_t *x, uint8_t *y, int64_t n, const uint8_t *table) {
+    const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+    const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512i idx = _mm512_loadu_si512(x + i);
+        const __m512i low = _mm512_permutex2var_epi8(t0, idx, t1);
+        const __m512i high = _mm512_permutex2var_epi8(t2, idx, t3);
+        _mm512_storeu_si512(y + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), low, high));
+    }
+    return i;
+}
+#endif
+
+static int max_level = 1; /* set by rknnrt_bytemap_max_level: 0 keeps the tests' table reads */
+
+EXPORT void rknnrt_bytemap_max_level(int level) { max_level = level; }
+
 static void map_plain(const uint8_t *x, uint8_t *y, int64_t n, const uint8_t *table, int shift) {
     int64_t i = 0;
     if (shift >= 0) {
@@ -51,6 +77,10 @@ static void map_plain(const uint8_t *x, uint8_t *y, int64_t n, const uint8_t *ta
             y[i] = (uint8_t)(x[i] + shift);
         return;
     }
+#ifdef BYTEMAP_X86
+    if (max_level >= 1 && cpu_avx512_vbmi())
+        i = map_vbmi(x, y, n, table);
+#endif
     for (; i < n; i++)
         y[i] = table[x[i]];
 }

@@ -25,6 +25,10 @@ CPU_FEATURE(cpu_avx512f, __builtin_cpu_supports("avx512f"))
  * AVX-512) */
 CPU_FEATURE(cpu_avx_vnni, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                               __builtin_cpu_supports("avxvnni"))
+/* the byte tables' 64-lane lookup (VPERMI2B) */
+CPU_FEATURE(cpu_avx512_vbmi, __builtin_cpu_supports("avx512f") &&
+                                 __builtin_cpu_supports("avx512bw") &&
+                                 __builtin_cpu_supports("avx512vbmi"))
 /* the AVX-512 paths of the convs */
 CPU_FEATURE(cpu_avx512_vnni,
             __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
