@@ -4,7 +4,7 @@
  *   rknnrt_quantize_f32: y = saturate(round_half_even(x / scale) + zp) as int8 or uint8,
  *     the division in float32 (model/numerics.quantize, onnxruntime's QuantizeLinear);
  *   rknnrt_half_f32: y = x rounded to float16, nearest even (numpy's astype, F16C's
- *     VCVTPS2PH).
+ *     VCVTPS2PH, 16 lanes with AVX-512).
  *
  * Each returns 1 as soon as it meets a NaN (y is then partly written: the caller converts the
  * array again with numpy, whose NaN bits differ from the CPU's), else 0. The Python side had
@@ -93,6 +93,19 @@ __attribute__((target("avx2"))) static int64_t quantize_avx2(const float *x, int
                                           _mm256_extracti128_si256(q, 1));
         _mm_storel_epi64((__m128i *)(y + i),
                          is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
+    }
+    return i;
+}
+
+/* the same conversion 16 a step (AVX-512F's VCVTPS2PH) */
+__attribute__((target("avx512f"))) static int64_t half_avx512(const float *x, int64_t n,
+                                                              uint16_t *y) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        if (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q))
+            return -1;
+        _mm256_storeu_si256((__m256i *)(y + i), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
     }
     return i;
 }
@@ -228,7 +241,9 @@ static uint16_t half_bits(float value) {
 EXPORT int rknnrt_half_f32(const float *x, int64_t n, uint16_t *y) {
     int64_t i = 0;
 #if defined(__x86_64__) || defined(__i386__)
-    if (max_level >= 1 && cpu_f16c())
+    if (max_level >= 2 && cpu_avx512f())
+        i = half_avx512(x, n, y);
+    else if (max_level >= 1 && cpu_f16c())
         i = half_f16c(x, n, y);
     if (i < 0)
         return 1;
