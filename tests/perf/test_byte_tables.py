@@ -125,6 +125,7 @@ def test_chains_outside_its_conditions_stay(library) -> None:
     model = onnx.load_model_from_string(_chain_graph("gelu", _U8, _U8, [2, 8]))
     model.graph.output.append(helper.make_tensor_value_info("e3", TensorProto.FLOAT, [2, 8]))
     graphs.append(model.SerializeToString())  # a step's value read outside the chain
+    graphs.append(_chain_graph("gelu", _U8, _U8, []))  # a [1] constant would grow a scalar
     for graph in graphs:
         assert byte_tables.rewrite(graph, {})[0] is graph
 

@@ -68,10 +68,11 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
         return graph, set()
     g = _Lookup(model.graph, weights)
     order = {id(n): i for i, n in enumerate(model.graph.node)}
-    chains = [c for c in (_chain(g, n, order) for n in model.graph.node) if c is not None]
+    shapes = graph_edit.StaticShapes(model, g.shapes, g.producer)
+    chains = [c for c in (_chain(g, n, order, shapes) for n in model.graph.node)
+              if c is not None]  # fmt: skip
     if not chains or not dw_kernel.library_ready():
         return graph, set()
-    shapes = graph_edit.StaticShapes(model, g.shapes, g.producer)
     replace, removed = {}, set()
     recorded = {v.name for v in (*model.graph.value_info, *model.graph.output)}
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
@@ -110,7 +111,8 @@ def rewrite(graph: bytes, weights: Mapping[str, np.ndarray]) -> tuple[bytes, set
     return model.SerializeToString(), unused
 
 
-def _chain(g: _Lookup, dq, order: dict[int, int]) -> tuple | None:
+def _chain(g: _Lookup, dq, order: dict[int, int],
+           shapes: graph_edit.StaticShapes) -> tuple | None:  # fmt: skip
     """(DequantizeLinear, [its steps in graph order], QuantizeLinear) of a quantised chain
     starting at `dq`, or None: every tensor from the DequantizeLinear on read only inside the
     chain, every step an element-wise activation of the chain's tensor or arithmetic on the
@@ -135,7 +137,9 @@ def _chain(g: _Lookup, dq, order: dict[int, int]) -> tuple | None:
     if not ordered or len(quants) != 1 or len(quants[0].input) != 3 \
             or quants[0].input[0] != ordered[-1].output[0]:  # fmt: skip
         return None
-    if any(name not in inside and not _one_value(g, name) for node in ordered
+    dims = shapes.of(dq.input[0])
+    rank = len(dims) if dims is not None else 0
+    if any(name not in inside and not _one_value(g, name, rank) for node in ordered
            for name in node.input if name) or not _per_tensor(g, dq) \
             or not _per_tensor(g, quants[0]):  # fmt: skip
         return None
@@ -154,10 +158,11 @@ def _step(g: _Lookup, node) -> bool:
     return node.op_type in ARITHMETIC
 
 
-def _one_value(g: _Lookup, name: str) -> bool:
-    """A constant of one value and rank 0 or 1: it broadcasts without changing a shape."""
+def _one_value(g: _Lookup, name: str, rank: int) -> bool:
+    """A constant of one value that broadcasts without changing the chain's shape: rank 0, or
+    at most the chain tensor's known `rank` (0 where it is not known)."""
     value = g.const(name)
-    return value is not None and value.size == 1 and value.ndim <= 1
+    return value is not None and value.size == 1 and value.ndim <= rank
 
 
 def tables(g: _Lookup, chains: list, opset: int) -> list[np.ndarray | None]:
