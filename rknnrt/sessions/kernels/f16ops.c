@@ -90,6 +90,28 @@ static void compute(void *kernel, OrtKernelContext *ctx) {
         run_rounding(api, ctx, &job);
 }
 
+/* The two-input ops' common part, once their inputs are checked: the output shaped as
+ * in[0] (dims, rank), the three buffers and the job over them. in[1] is the addend, or with
+ * `table` HalfTable's table (which the output never takes). */
+static void run_two_inputs(const OrtApi *api, OrtKernelContext *ctx, const OrtValue *const *in,
+                           const int64_t *dims, size_t rank, int table, int relu) {
+    int64_t count = 0;
+    OrtValue *out = output_like(api, ctx, dims, rank, &count);
+    if (out == NULL)
+        return;
+    void *a = NULL, *b = NULL, *y = NULL;
+    if (FN(api, GetTensorMutableData)((OrtValue *)in[0], &a) != NULL ||
+        FN(api, GetTensorMutableData)((OrtValue *)in[1], &b) != NULL ||
+        FN(api, GetTensorMutableData)(out, &y) != NULL)
+        return;
+    if (a == y || (!table && b == y))
+        __atomic_fetch_add(&in_place_runs, 1, __ATOMIC_RELAXED);
+    RoundJob job = {(const float *)a, table ? NULL : (const float *)b,
+                    table ? (const float *)b : NULL, (float *)y, count, 0, relu};
+    if (count > 0)
+        run_rounding(api, ctx, &job);
+}
+
 /* AddRoundFloat16 (`relu` 0) and AddReluRoundFloat16: y = round16(a + b), round16(Relu(a + b))
  * for a and b of one shape (a float16 program's Add, its Relu and the rounding pair after them:
  * core/program/fp16_blocked_ops.py places them where onnxruntime's layout has proven the
@@ -105,20 +127,7 @@ static void add_rounded(void *kernel, OrtKernelContext *ctx, int relu) {
         tensor_dims(api, in[1], other, 16, &other_rank) ||
         rank != other_rank || memcmp(dims, other, rank * sizeof(int64_t)) != 0)
         return;
-    int64_t count = 0;
-    OrtValue *out = output_like(api, ctx, dims, rank, &count);
-    if (out == NULL)
-        return;
-    void *a = NULL, *b = NULL, *y = NULL;
-    if (FN(api, GetTensorMutableData)((OrtValue *)in[0], &a) != NULL ||
-        FN(api, GetTensorMutableData)((OrtValue *)in[1], &b) != NULL ||
-        FN(api, GetTensorMutableData)(out, &y) != NULL)
-        return;
-    if (a == y || b == y)
-        __atomic_fetch_add(&in_place_runs, 1, __ATOMIC_RELAXED);
-    RoundJob job = {(const float *)a, (const float *)b, NULL, (float *)y, count, 0, relu};
-    if (count > 0)
-        run_rounding(api, ctx, &job);
+    run_two_inputs(api, ctx, in, dims, rank, 0, relu);
 }
 
 static void compute_add(void *kernel, OrtKernelContext *ctx) { add_rounded(kernel, ctx, 0); }
@@ -139,20 +148,7 @@ static void compute_table(void *kernel, OrtKernelContext *ctx) {
         tensor_dims(api, in[1], table_dims, 16, &table_rank) || table_rank != 1 ||
         table_dims[0] != TABLE_SIZE)
         return;
-    int64_t count = 0;
-    OrtValue *out = output_like(api, ctx, dims, rank, &count);
-    if (out == NULL)
-        return;
-    void *x = NULL, *table = NULL, *y = NULL;
-    if (FN(api, GetTensorMutableData)((OrtValue *)in[0], &x) != NULL ||
-        FN(api, GetTensorMutableData)((OrtValue *)in[1], &table) != NULL ||
-        FN(api, GetTensorMutableData)(out, &y) != NULL)
-        return;
-    if (x == y)
-        __atomic_fetch_add(&in_place_runs, 1, __ATOMIC_RELAXED);
-    RoundJob job = {(const float *)x, NULL, (const float *)table, (float *)y, count, 0, 0};
-    if (count > 0)
-        run_rounding(api, ctx, &job);
+    run_two_inputs(api, ctx, in, dims, rank, 1, 0);
 }
 
 static const char *table_name(const CustomOp *op) { (void)op; return "HalfTable"; }
